@@ -1,0 +1,97 @@
+/**
+ * The base of every typed failure in dsh: a stable `code`, a human-readable `message` and an
+ * optional `cause`. Each package defines its failures with {@link Class}, so they are
+ * `Schema.TaggedError`s (yieldable, encodable to JSON) that carry their code as a literal.
+ *
+ * @since 0.1.0
+ */
+import { Predicate, Schema } from "effect"
+import type { ErrorCode } from "./ErrorCode.ts"
+
+/**
+ * The shape every harness error shares.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HarnessError {
+  readonly _tag: string
+  readonly code: ErrorCode
+  readonly message: string
+  readonly cause?: unknown
+}
+
+/**
+ * The `{tag, code}` pair that travels with tool results and session `error` events so that
+ * code can tell failures apart without parsing text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ErrorInfo = Schema.Struct({
+  tag: Schema.String,
+  code: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ErrorInfo = typeof ErrorInfo.Type
+
+/**
+ * The fields every harness error class starts from: a literal `code` (filled in by the
+ * constructor), a required `message` and an optional `cause`. Spread them into a
+ * `Schema.TaggedError`'s fields.
+ *
+ * @example
+ * ```ts
+ * import { HarnessError } from "@dsh/llm"
+ * import { Schema } from "effect"
+ *
+ * class DiskFull extends Schema.TaggedError<DiskFull>()("DiskFull", {
+ *   ...HarnessError.fields("PERSISTENCE"),
+ *   path: Schema.String
+ * }) {}
+ *
+ * const e = new DiskFull({ message: "no space left on device", path: "/tmp/x" })
+ * e.code // "PERSISTENCE"
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fields = <const Code extends ErrorCode>(code: Code) => ({
+  code: Schema.tag(code),
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect())
+})
+
+/**
+ * A harness error class: what {@link codeOf} reads the code from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HarnessErrorClass {
+  readonly fields: { readonly code: { readonly schema: { readonly literal: unknown } } }
+}
+
+/**
+ * Whether a value is a harness error (any class made with {@link Class}, or any object of
+ * the same shape).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isHarnessError = (u: unknown): u is HarnessError =>
+  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "code") && Predicate.hasProperty(u, "message") &&
+  typeof u._tag === "string" && typeof u.code === "string" && typeof u.message === "string"
+
+/**
+ * The `{tag, code}` summary of an error.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const info = (error: HarnessError): ErrorInfo => ({ tag: error._tag, code: error.code })

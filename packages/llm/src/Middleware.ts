@@ -1,0 +1,139 @@
+/**
+ * The one around-middleware shape every seam of dsh uses (model calls, tool execution, prompt
+ * assembly, requests, step results, continuation): a function of the input and `next` that
+ * may rewrite the input, wrap `next`, or not call it at all (a veto). Middleware returns new
+ * values; it never mutates what it was given.
+ *
+ * A {@link Chain} holds the middleware registered for one seam. Registration is scoped:
+ * closing the scope that registered a middleware removes it. Order is explicit: a lower
+ * `order` runs further outside (sees the input first and the output last); equal orders run
+ * in registration order.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Schema, type Scope } from "effect"
+import * as HarnessError from "./HarnessError.ts"
+
+/**
+ * An around-middleware: `(input, next) => output`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Around<In, Out> = (input: In, next: (input: In) => Out) => Out
+
+/**
+ * A middleware with its name (used in errors and traces) and its order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Middleware<In, Out> {
+  readonly name: string
+  readonly order?: number
+  readonly around: Around<In, Out>
+}
+
+/**
+ * A middleware threw instead of returning its output. Chains turn the throw into this error
+ * (as a defect of the output, since the seam's error channel belongs to the seam) so that
+ * containment can name the culprit.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MiddlewareError extends Schema.TaggedError<MiddlewareError>()("MiddlewareError", {
+  ...HarnessError.fields("MIDDLEWARE"),
+  middleware: Schema.String
+}) {}
+
+/**
+ * The registered middleware of one seam.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Chain<In, Out> {
+  /** Adds a middleware until the current scope closes. */
+  readonly register: (middleware: Middleware<In, Out>) => Effect.Effect<void, never, Scope.Scope>
+  /** The registered middleware, outermost first. */
+  readonly current: () => ReadonlyArray<Middleware<In, Out>>
+  /** Runs `input` through the middleware registered now, ending in `terminal`. */
+  readonly apply: (input: In, terminal: (input: In) => Out) => Out
+}
+
+interface Entry<In, Out> {
+  readonly middleware: Middleware<In, Out>
+  readonly order: number
+  readonly serial: number
+}
+
+/**
+ * Makes an empty chain. `suspend` defers building a seam's output (e.g. `Stream.suspend` or
+ * `Effect.suspend`), so that a middleware runs when the output is run, and a throw becomes a
+ * defect of the output rather than escaping the caller.
+ *
+ * @example
+ * ```ts
+ * import { Middleware } from "@dsh/llm"
+ * import { Effect } from "effect"
+ *
+ * const chain = Middleware.make<number, Effect.Effect<number>>({ suspend: Effect.suspend })
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   yield* chain.register({ name: "double", around: (n, next) => next(n * 2) })
+ *   return yield* chain.apply(21, (n) => Effect.succeed(n))
+ * }))
+ * // Effect.runSync(program) === 42
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out) => Out }): Chain<In, Out> => {
+  // Copy-on-write: `apply` takes the array it finds, so a registration or removal racing with a
+  // call never changes a chain that is already running.
+  let entries: ReadonlyArray<Entry<In, Out>> = []
+  let serial = 0
+
+  const insert = (entry: Entry<In, Out>) => {
+    const next = entries.slice()
+    let at = next.length
+    while (at > 0 && next[at - 1]!.order > entry.order) at--
+    next.splice(at, 0, entry)
+    entries = next
+  }
+
+  const register = (middleware: Middleware<In, Out>) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const entry: Entry<In, Out> = { middleware, order: middleware.order ?? 0, serial: serial++ }
+        insert(entry)
+        return entry
+      }),
+      (entry) => Effect.sync(() => (entries = entries.filter((e) => e !== entry)))
+    ).pipe(Effect.asVoid)
+
+  const apply = (input: In, terminal: (input: In) => Out): Out => {
+    const snapshot = entries
+    const at = (i: number, value: In): Out => {
+      if (i >= snapshot.length) return terminal(value)
+      const { middleware } = snapshot[i]!
+      return options.suspend(() => {
+        try {
+          return middleware.around(value, (next) => at(i + 1, next))
+        } catch (cause) {
+          throw new MiddlewareError({
+            middleware: middleware.name,
+            message: `middleware "${middleware.name}" threw: ${describe(cause)}`,
+            cause
+          })
+        }
+      })
+    }
+    return at(0, input)
+  }
+
+  return { register, current: () => entries.map((e) => e.middleware), apply }
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))

@@ -1,0 +1,207 @@
+/**
+ * The stream-chunk protocol every model adapter speaks.
+ *
+ * A response is a sequence of blocks, each opened by `block-start`, grown by deltas of its
+ * kind and closed by `block-end` carrying the finished block; then `usage`, then exactly one
+ * `finish`. The contract every adapter obeys and every consumer may rely on:
+ *
+ * - `usage` comes before `finish`, and nothing comes after `finish`;
+ * - deltas for a block come between its `block-start` and its `block-end`;
+ * - every `tool-call-delta` carries its call's `id`; `name` arrives at least once;
+ * - tool-call arguments stay raw JSON strings end to end;
+ * - an adapter reports failure either by failing the stream with a typed `LlmError` or by
+ *   ending with `finish` of kind `error`/`aborted`.
+ *
+ * `index` is the block's position in the assembled message.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { ContentBlock } from "./Content.ts"
+import { FinishReason } from "./FinishReason.ts"
+import { CallId } from "./Ids.ts"
+import { Usage } from "./Usage.ts"
+
+const Index = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BlockStart = Schema.Struct({
+  type: Schema.tag("block-start"),
+  index: Index,
+  blockType: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TextDelta = Schema.Struct({
+  type: Schema.tag("text-delta"),
+  index: Index,
+  delta: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ReasoningDelta = Schema.Struct({
+  type: Schema.tag("reasoning-delta"),
+  index: Index,
+  delta: Schema.String
+})
+
+/**
+ * A fragment of a tool call. `name` may arrive in any fragment (usually the first).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCallDelta = Schema.Struct({
+  type: Schema.tag("tool-call-delta"),
+  index: Index,
+  id: CallId,
+  name: Schema.optionalKey(Schema.String),
+  argumentsDelta: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const BlockEnd = Schema.Struct({
+  type: Schema.tag("block-end"),
+  index: Index,
+  block: ContentBlock
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const UsageChunk = Schema.Struct({
+  type: Schema.tag("usage"),
+  usage: Usage
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Finish = Schema.Struct({
+  type: Schema.tag("finish"),
+  reason: FinishReason
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const StreamChunk = Schema.Union([
+  BlockStart,
+  TextDelta,
+  ReasoningDelta,
+  ToolCallDelta,
+  BlockEnd,
+  UsageChunk,
+  Finish
+]).annotate({ identifier: "StreamChunk" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type StreamChunk = typeof StreamChunk.Type
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type BlockStart = typeof BlockStart.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type TextDelta = typeof TextDelta.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReasoningDelta = typeof ReasoningDelta.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolCallDelta = typeof ToolCallDelta.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type BlockEnd = typeof BlockEnd.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type UsageChunk = typeof UsageChunk.Type
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Finish = typeof Finish.Type
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const blockStart = (index: number, blockType: string): StreamChunk => ({ type: "block-start", index, blockType })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const textDelta = (index: number, delta: string): StreamChunk => ({ type: "text-delta", index, delta })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const reasoningDelta = (index: number, delta: string): StreamChunk => ({
+  type: "reasoning-delta",
+  index,
+  delta
+})
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const toolCallDelta = (
+  index: number,
+  id: CallId,
+  argumentsDelta: string,
+  name?: string
+): StreamChunk =>
+  name === undefined
+    ? { type: "tool-call-delta", index, id, argumentsDelta }
+    : { type: "tool-call-delta", index, id, name, argumentsDelta }
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const blockEnd = (index: number, block: ContentBlock): StreamChunk => ({ type: "block-end", index, block })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const usage = (usage: Usage): StreamChunk => ({ type: "usage", usage })
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const finish = (reason: FinishReason): StreamChunk => ({ type: "finish", reason })

@@ -1,0 +1,194 @@
+/**
+ * The conformance kit: a reusable check, parameterized by a Layer providing {@link Model},
+ * that an adapter obeys the chunk contract. {@link check} runs the cases and reports what
+ * broke; {@link suite} registers them as `@effect/vitest` tests that fail on any violation.
+ *
+ * What it asserts, for every case:
+ * - the chunks obey every rule of {@link ChunkContract} (one `finish`, nothing after it,
+ *   usage before it, deltas only inside their block, tool-call ids on every delta, …);
+ * - a failed stream fails with a typed error carrying a stable code (a `LlmError` or
+ *   `NoModelError`), never with a defect; a failed stream need not have sent `finish`;
+ * - a case's own expectation about the assembled answer holds.
+ *
+ * And once, with the `endless` request (an answer that does not end by itself): interrupting
+ * the consumer after its first chunk ends the stream within `interruptWithin`, after which
+ * the optional `afterInterrupt` probe (e.g. "the server saw the connection close") passes.
+ *
+ * @since 0.1.0
+ */
+import { Assembler, ErrorCode, HarnessError, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, type Layer, Option, Stream } from "effect"
+import * as ChunkContract from "./ChunkContract.ts"
+import { Model } from "./Model.ts"
+
+/**
+ * One request to send and what its answer must satisfy beyond the contract.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Case {
+  readonly name: string
+  readonly request: ModelRequest.ModelRequest
+  /** Returns a description of what is wrong with the answer, or `undefined` when it is right. */
+  readonly expect?: (outcome: Outcome) => string | undefined
+}
+
+/**
+ * How a case's stream ended.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Outcome {
+  readonly chunks: ReadonlyArray<StreamChunk.StreamChunk>
+  readonly assembled: Assembler.Assembled
+  /** The typed failure, when the stream failed. */
+  readonly failure: HarnessError.HarnessError | undefined
+}
+
+/**
+ * A broken expectation of the kit.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Violation {
+  readonly case: string
+  /** A chunk-contract rule, or one of the kit's own: `typed-failure`, `expectation`, `interruption`. */
+  readonly rule: ChunkContract.Rule | "typed-failure" | "expectation" | "interruption"
+  readonly message: string
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<E> {
+  /** Names the suite. */
+  readonly name: string
+  /** Provides the model under test. */
+  readonly layer: Layer.Layer<Model, E>
+  readonly cases: ReadonlyArray<Case>
+  /** A request whose answer does not end by itself, for the interruption check. */
+  readonly endless?: ModelRequest.ModelRequest
+  /** How long the interrupted stream may take to end (default 5 seconds). */
+  readonly interruptWithin?: Duration.Input
+  /** Runs after the interruption; fails (with a description) when the adapter did not release its resources. */
+  readonly afterInterrupt?: Effect.Effect<void, string>
+}
+
+const known = new Set<string>(ErrorCode.codes)
+
+const runCase = (model: Model["Service"], c: Case): Effect.Effect<ReadonlyArray<Violation>> =>
+  Effect.gen(function*() {
+    const chunks: Array<StreamChunk.StreamChunk> = []
+    const exit = yield* Stream.runForEach(model.stream(c.request), (chunk) => Effect.sync(() => void chunks.push(chunk)))
+      .pipe(Effect.exit)
+    const violations: Array<Violation> = []
+    let failure: HarnessError.HarnessError | undefined
+    if (Exit.isFailure(exit)) {
+      const error = Cause.findErrorOption(exit.cause)
+      if (Option.isSome(error) && HarnessError.isHarnessError(error.value) && known.has(error.value.code)) {
+        failure = error.value
+      } else {
+        violations.push({
+          case: c.name,
+          rule: "typed-failure",
+          message: `the stream failed without a typed error carrying a known code: ${Cause.pretty(exit.cause)}`
+        })
+      }
+    }
+    for (const v of ChunkContract.check(chunks)) {
+      // a stream that failed is cut short: it owes no finish and may leave blocks open
+      if (Exit.isFailure(exit) && (v.rule === "finish-once" || v.rule === "block-end-once") && v.position === chunks.length) {
+        continue
+      }
+      violations.push({ case: c.name, rule: v.rule, message: `chunk ${v.position}: ${v.message}` })
+    }
+    if (c.expect !== undefined) {
+      const wrong = c.expect({ chunks, assembled: Assembler.assemble(chunks), failure })
+      if (wrong !== undefined) violations.push({ case: c.name, rule: "expectation", message: wrong })
+    }
+    return violations
+  })
+
+const runInterruption = <E>(
+  model: Model["Service"],
+  options: Options<E>,
+  request: ModelRequest.ModelRequest
+): Effect.Effect<ReadonlyArray<Violation>> =>
+  Effect.gen(function*() {
+    const name = "interruption"
+    const first = yield* Deferred.make<void>()
+    const fiber = yield* Stream.runForEach(model.stream(request), () => Deferred.succeed(first, undefined)).pipe(
+      Effect.forkChild
+    )
+    const started = yield* Effect.raceFirst(
+      Effect.as(Deferred.await(first), true),
+      Effect.as(Fiber.await(fiber), false)
+    )
+    if (!started) {
+      return [{ case: name, rule: "interruption", message: "the endless request's stream ended before its first chunk" }]
+    }
+    const interrupted = yield* Fiber.interrupt(fiber).pipe(
+      Effect.timeoutOption(options.interruptWithin ?? Duration.seconds(5))
+    )
+    if (Option.isNone(interrupted)) {
+      return [{
+        case: name,
+        rule: "interruption",
+        message: `the stream did not end within ${Duration.format(Duration.fromInputUnsafe(options.interruptWithin ?? Duration.seconds(5)))} of its consumer's interruption`
+      }]
+    }
+    if (options.afterInterrupt === undefined) return []
+    const probe = yield* Effect.result(options.afterInterrupt)
+    return probe._tag === "Success"
+      ? []
+      : [{ case: name, rule: "interruption", message: `after interruption: ${probe.failure}` }]
+  })
+
+/**
+ * Runs every case (and the interruption check) against the model the Layer provides and
+ * returns all violations; empty when the model conforms.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const check = <E>(options: Options<E>): Effect.Effect<ReadonlyArray<Violation>, E> =>
+  Effect.gen(function*() {
+    const model = yield* Model
+    const violations: Array<Violation> = []
+    for (const c of options.cases) violations.push(...(yield* runCase(model, c)))
+    if (options.endless !== undefined) violations.push(...(yield* runInterruption(model, options, options.endless)))
+    return violations
+  }).pipe(Effect.scoped, Effect.provide(options.layer))
+
+/**
+ * Registers the kit as tests: one per case, plus the interruption check when `endless` is
+ * given. Each test builds the Layer afresh, so stateful models (scripts, servers) see only
+ * that test's request. The tests use the live clock.
+ *
+ * @since 0.1.0
+ * @category tests
+ */
+export const suite = <E>(options: Options<E>): void => {
+  describe(`model conformance: ${options.name}`, () => {
+    for (const c of options.cases) {
+      it.live(c.name, () =>
+        Effect.gen(function*() {
+          const { endless: _, ...single } = options
+          const violations = yield* check({ ...single, cases: [c] })
+          expect(violations).toStrictEqual([])
+        }))
+    }
+    if (options.endless !== undefined) {
+      it.live("interruption stops the stream", () =>
+        Effect.gen(function*() {
+          const violations = yield* check({ ...options, cases: [] })
+          expect(violations).toStrictEqual([])
+        }))
+    }
+  })
+}

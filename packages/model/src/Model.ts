@@ -1,0 +1,115 @@
+/**
+ * The model seam: the service everything above calls to talk to a model. `stream` routes a
+ * request through the registered middleware to the adapter serving its model; `generate`
+ * runs the same stream through the block assembler.
+ *
+ * @since 0.1.0
+ */
+import { Assembler, LlmError, Middleware, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Context, Effect, Layer, type Scope, Stream } from "effect"
+import type { NoModelError } from "./ModelError.ts"
+import { ModelRegistry } from "./ModelRegistry.ts"
+
+/**
+ * What a model call can fail with: the provider's failures and an unknown model.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ModelError = LlmError.LlmError | NoModelError
+
+/**
+ * The output of a model call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ChunkStream = Stream.Stream<StreamChunk.StreamChunk, ModelError>
+
+/**
+ * A middleware around model calls: it may rewrite the request, transform or replace the
+ * chunk stream, or answer without calling `next`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ModelMiddleware = Middleware.Middleware<ModelRequest.ModelRequest, ChunkStream>
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class Model extends Context.Service<Model, {
+  /** Streams the model's answer to a request. */
+  readonly stream: (request: ModelRequest.ModelRequest) => ChunkStream
+  /**
+   * Streams and assembles the answer. A stream that ended without `finish` fails with
+   * `LlmProtocolError`; a `finish` of kind `error`/`aborted` is returned as it is.
+   */
+  readonly generate: (request: ModelRequest.ModelRequest) => Effect.Effect<Assembler.Assembled, ModelError>
+  /** Registers a middleware around model calls until the current scope closes. */
+  readonly use: (middleware: ModelMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /** The middleware registered now, outermost first. */
+  readonly middleware: Effect.Effect<ReadonlyArray<ModelMiddleware>>
+}>()("@dsh/model/Model") {
+  /**
+   * The model service, routing through a {@link ModelRegistry} it requires.
+   *
+   * @since 0.1.0
+   */
+  static readonly layerNoDeps: Layer.Layer<Model, never, ModelRegistry> = Layer.effect(
+    Model,
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry
+      const chain = Middleware.make<ModelRequest.ModelRequest, ChunkStream>({ suspend: Stream.suspend })
+
+      const terminal = (request: ModelRequest.ModelRequest): ChunkStream =>
+        Stream.unwrap(Effect.map(registry.resolve(request.model), (adapter) => adapter.stream(request)))
+
+      const stream = (request: ModelRequest.ModelRequest): ChunkStream =>
+        chain.apply(request, terminal).pipe(
+          Stream.withSpan("Model.stream", { attributes: { "dsh.model": request.model } })
+        )
+
+      const generate = (request: ModelRequest.ModelRequest) =>
+        Assembler.collect(stream(request)).pipe(
+          Effect.flatMap((assembled) =>
+            assembled.finishReason === undefined
+              ? Effect.fail(
+                new LlmError.LlmProtocolError({
+                  message: `the response of model "${request.model}" ended without a finish chunk`
+                })
+              )
+              : Effect.succeed(assembled)
+          )
+        )
+
+      return Model.of({
+        stream,
+        generate,
+        use: chain.register,
+        middleware: Effect.sync(chain.current)
+      })
+    })
+  )
+
+  /**
+   * The model service with its own empty registry; adapter Layers provided on top of it
+   * register into that registry.
+   *
+   * @example
+   * ```ts
+   * import { Model, ScriptedModel } from "@dsh/model"
+   * import { Layer } from "effect"
+   *
+   * const ModelLive = ScriptedModel.layer({ script: [ScriptedModel.reply.text("hello")] }).pipe(
+   *   Layer.provideMerge(Model.layer)
+   * )
+   * ```
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<Model | ModelRegistry> = Model.layerNoDeps.pipe(
+    Layer.provideMerge(ModelRegistry.layer)
+  )
+}

@@ -1,0 +1,109 @@
+/**
+ * The registry of model adapters. An adapter serves a set of model names; a request is
+ * routed to the adapter that serves its `model`. Adapters register within a scope (an
+ * adapter's Layer registers it for the Layer's lifetime), so closing the scope removes them.
+ *
+ * @since 0.1.0
+ */
+import type { LlmError, ModelRequest, StreamChunk } from "@dsh/llm"
+import { Context, Effect, Layer, type Scope, type Stream } from "effect"
+import { ModelConflictError, NoModelError } from "./ModelError.ts"
+
+/**
+ * A model adapter: the names it serves and its streaming call. The stream obeys the chunk
+ * contract of `@dsh/llm/StreamChunk`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Adapter {
+  /** The adapter's name (used in errors and traces), e.g. `"deepseek"`. */
+  readonly name: string
+  /** The model names it serves. */
+  readonly models: ReadonlyArray<string>
+  readonly stream: (request: ModelRequest.ModelRequest) => Stream.Stream<StreamChunk.StreamChunk, LlmError.LlmError>
+}
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class ModelRegistry extends Context.Service<ModelRegistry, {
+  /** Registers an adapter until the current scope closes. Fails if it claims a served name. */
+  readonly register: (adapter: Adapter) => Effect.Effect<void, ModelConflictError, Scope.Scope>
+  /** The adapter serving a model. */
+  readonly resolve: (model: string) => Effect.Effect<Adapter, NoModelError>
+  /** The served model names, sorted. */
+  readonly models: Effect.Effect<ReadonlyArray<string>>
+}>()("@dsh/model/ModelRegistry") {
+  /**
+   * An empty registry.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<ModelRegistry> = Layer.sync(ModelRegistry, () => {
+    const byModel = new Map<string, Adapter>()
+    const served = () => [...byModel.keys()].sort()
+
+    const register = (adapter: Adapter) =>
+      Effect.acquireRelease(
+        Effect.suspend(() => {
+          for (const model of adapter.models) {
+            const existing = byModel.get(model)
+            if (existing !== undefined) {
+              return Effect.fail(
+                new ModelConflictError({
+                  message:
+                    `adapter "${adapter.name}" claims model "${model}", which adapter "${existing.name}" already serves`,
+                  model,
+                  adapter: adapter.name,
+                  registeredBy: existing.name
+                })
+              )
+            }
+          }
+          for (const model of adapter.models) byModel.set(model, adapter)
+          return Effect.void
+        }),
+        () =>
+          Effect.sync(() => {
+            for (const model of adapter.models) if (byModel.get(model) === adapter) byModel.delete(model)
+          })
+      )
+
+    const resolve = (model: string) =>
+      Effect.suspend(() => {
+        const adapter = byModel.get(model)
+        if (adapter !== undefined) return Effect.succeed(adapter)
+        const registered = served()
+        return Effect.fail(
+          new NoModelError({
+            message: registered.length === 0
+              ? `no model adapter is registered, so model "${model}" cannot be served; provide an adapter Layer`
+              : `no adapter serves model "${model}"; registered models: ${registered.join(", ")}`,
+            model,
+            registered
+          })
+        )
+      })
+
+    return ModelRegistry.of({ register, resolve, models: Effect.sync(served) })
+  })
+}
+
+/**
+ * A Layer that registers an adapter for its own lifetime. This is how adapter Layers are
+ * built.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerAdapter = <E, R>(
+  adapter: Effect.Effect<Adapter, E, R>
+): Layer.Layer<never, E | ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry
+      yield* registry.register(yield* adapter)
+    })
+  )

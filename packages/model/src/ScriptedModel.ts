@@ -1,0 +1,236 @@
+/**
+ * A scripted model for tests: each request is answered with the next scripted reply, every
+ * request is recorded, and nothing depends on time. A reply is a list of steps: chunks to
+ * emit, and optionally a failure, a defect or a hang at any position.
+ *
+ * @example
+ * ```ts
+ * import { Model, ScriptedModel } from "@dsh/model"
+ * import { Effect, Layer } from "effect"
+ *
+ * const TestModel = ScriptedModel.layer({
+ *   script: [
+ *     ScriptedModel.reply.toolCalls([{ name: "bash", arguments: { command: "ls" } }]),
+ *     ScriptedModel.reply.text("done")
+ *   ]
+ * }).pipe(Layer.provideMerge(Model.layer))
+ *
+ * const program = Effect.gen(function*() {
+ *   const model = yield* Model
+ *   const first = yield* model.generate({ model: "scripted", messages: [] })
+ *   const requests = yield* (yield* ScriptedModel.ScriptedModel).requests
+ * }).pipe(Effect.provide(TestModel))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import {
+  Assembler,
+  type Content,
+  type FinishReason,
+  Ids,
+  type LlmError,
+  type ModelRequest,
+  type StreamChunk,
+  type Usage
+} from "@dsh/llm"
+import { Context, Effect, Layer, Stream } from "effect"
+import { type ModelConflictError, ScriptExhaustedError } from "./ModelError.ts"
+import { ModelRegistry } from "./ModelRegistry.ts"
+
+/**
+ * One step of a reply.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Step =
+  | { readonly _tag: "Emit"; readonly chunk: StreamChunk.StreamChunk }
+  | { readonly _tag: "Fail"; readonly error: LlmError.LlmError }
+  | { readonly _tag: "Die"; readonly defect: unknown }
+  | { readonly _tag: "Hang" }
+
+/**
+ * A scripted reply: fixed steps, or steps computed from the request and its number (from 1).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Reply =
+  | ReadonlyArray<Step>
+  | ((request: ModelRequest.ModelRequest, requestNumber: number) => ReadonlyArray<Step>)
+
+/**
+ * Options shared by the reply builders.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReplyOptions {
+  /** A `usage` chunk before `finish`; none when omitted. */
+  readonly usage?: Usage.Usage
+  /** The finish reason; `tool-calls` when the reply has tool calls, else `stop`. */
+  readonly finish?: FinishReason.FinishReason
+  /** How deltas are cut; one delta per block when omitted. */
+  readonly fragment?: Assembler.Fragmenter
+}
+
+/**
+ * A tool call to script. `arguments` may be the raw JSON string (sent as is, even if it is
+ * not valid JSON) or a value to serialize.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ScriptedCall {
+  readonly name: string
+  readonly arguments: string | unknown
+  readonly id?: string
+}
+
+const emit = (chunk: StreamChunk.StreamChunk): Step => ({ _tag: "Emit", chunk })
+
+/**
+ * Builders for replies.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const reply = {
+  /** Emits the given chunks as they are (well-formed or not). */
+  chunks: (chunks: ReadonlyArray<StreamChunk.StreamChunk>): ReadonlyArray<Step> => chunks.map(emit),
+  /** A well-formed response made of these blocks. */
+  blocks: (content: ReadonlyArray<Content.ContentBlock>, options: ReplyOptions = {}): ReadonlyArray<Step> =>
+    Assembler.toChunks(content, options).map(emit),
+  /** A text answer. */
+  text: (text: string, options: ReplyOptions = {}): ReadonlyArray<Step> =>
+    reply.blocks([{ type: "text", text }], options),
+  /** Reasoning followed by a text answer. */
+  reasoningThenText: (reasoning: string, text: string, options: ReplyOptions = {}): ReadonlyArray<Step> =>
+    reply.blocks([{ type: "reasoning", text: reasoning }, { type: "text", text }], options),
+  /**
+   * Tool calls, optionally after some text. Calls without an id get `call_<i>` (their
+   * position, from 1).
+   */
+  toolCalls: (
+    calls: ReadonlyArray<ScriptedCall>,
+    options: ReplyOptions & { readonly text?: string } = {}
+  ): ReadonlyArray<Step> =>
+    reply.blocks(
+      [
+        ...(options.text === undefined ? [] : [{ type: "text" as const, text: options.text }]),
+        ...calls.map((call, i): Content.ToolCallBlock => ({
+          type: "tool-call",
+          id: Ids.callId(call.id ?? `call_${i + 1}`),
+          name: call.name,
+          arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments)
+        }))
+      ],
+      options
+    ),
+  /** Fails the stream with `error` after emitting `before`. */
+  fail: (error: LlmError.LlmError, before: ReadonlyArray<Step> = []): ReadonlyArray<Step> => [
+    ...before,
+    { _tag: "Fail", error }
+  ],
+  /** Keeps the first `position` steps of `steps`, then fails with `error`. */
+  failAt: (steps: ReadonlyArray<Step>, position: number, error: LlmError.LlmError): ReadonlyArray<Step> => [
+    ...steps.slice(0, position),
+    { _tag: "Fail", error }
+  ],
+  /** Keeps the first `position` steps of `steps`, then dies with `defect` (a bug in the adapter). */
+  dieAt: (steps: ReadonlyArray<Step>, position: number, defect: unknown): ReadonlyArray<Step> => [
+    ...steps.slice(0, position),
+    { _tag: "Die", defect }
+  ],
+  /** Keeps the first `position` steps of `steps`, then never emits again (the consumer must interrupt). */
+  hangAt: (steps: ReadonlyArray<Step>, position: number): ReadonlyArray<Step> => [
+    ...steps.slice(0, position),
+    { _tag: "Hang" }
+  ]
+} as const
+
+/**
+ * The handle tests use to inspect and extend the script.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class ScriptedModel extends Context.Service<ScriptedModel, {
+  /** Every request received so far, in order. */
+  readonly requests: Effect.Effect<ReadonlyArray<ModelRequest.ModelRequest>>
+  /** How many scripted replies are left. */
+  readonly remaining: Effect.Effect<number>
+  /** Appends replies to the script. */
+  readonly append: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
+}>()("@dsh/model/ScriptedModel") {}
+
+/**
+ * Options of {@link layer}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly script: ReadonlyArray<Reply>
+  /** The model names served; `["scripted"]` by default. */
+  readonly models?: ReadonlyArray<string>
+  /** The adapter name; `"scripted"` by default. */
+  readonly name?: string
+}
+
+const run = (step: Step): Effect.Effect<StreamChunk.StreamChunk, LlmError.LlmError> => {
+  switch (step._tag) {
+    case "Emit":
+      return Effect.succeed(step.chunk)
+    case "Fail":
+      return Effect.fail(step.error)
+    case "Die":
+      return Effect.die(step.defect)
+    case "Hang":
+      return Effect.never
+  }
+}
+
+/**
+ * Registers the scripted model as an adapter and provides its {@link ScriptedModel} handle.
+ * A request beyond the script dies with `ScriptExhaustedError` (code `SCRIPT_EXHAUSTED`): a
+ * test that asks more than it scripted is wrong, not unlucky.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<ScriptedModel, ModelConflictError, ModelRegistry> =>
+  Layer.effect(
+    ScriptedModel,
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry
+      const script: Array<Reply> = [...options.script]
+      const requests: Array<ModelRequest.ModelRequest> = []
+
+      const stream = (request: ModelRequest.ModelRequest) =>
+        Stream.unwrap(Effect.sync(() => {
+          requests.push(request)
+          const requestNumber = requests.length
+          const next = script.shift()
+          if (next === undefined) {
+            return Stream.die(
+              new ScriptExhaustedError({
+                message: `the scripted model got request ${requestNumber} but was scripted for ${requestNumber - 1}`,
+                requestNumber
+              })
+            )
+          }
+          const steps = typeof next === "function" ? next(request, requestNumber) : next
+          return Stream.fromIterable(steps).pipe(Stream.mapEffect(run))
+        }))
+
+      yield* registry.register({ name: options.name ?? "scripted", models: options.models ?? ["scripted"], stream })
+
+      return ScriptedModel.of({
+        requests: Effect.sync(() => requests.slice()),
+        remaining: Effect.sync(() => script.length),
+        append: (...replies) => Effect.sync(() => void script.push(...replies))
+      })
+    })
+  )
