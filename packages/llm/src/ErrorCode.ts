@@ -32,7 +32,7 @@ export const catalog = {
   },
   LLM_PROTOCOL: {
     meaning: "The response broke the wire or chunk protocol: malformed SSE or JSON, a stream cut short, chunks out of order.",
-    raisedBy: "@dsh/llm (LlmProtocolError), raised by model adapters and the scripted model"
+    raisedBy: "@dsh/llm (LlmProtocolError), raised by model adapters and by Model.generate for a stream without finish"
   },
   LLM_TRANSPORT: {
     meaning: "The connection failed or stalled before the response completed (network error, idle timeout).",

@@ -1,0 +1,42 @@
+import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
+import { ModelErrors } from "@dsh/model"
+import { describe, expect, it } from "@effect/vitest"
+import { readFileSync } from "node:fs"
+import { codesInSources, docPath, render, renderTable } from "../errors-doc.ts"
+
+// Every error class the packages export; a new package adds its classes here.
+const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly schema: { readonly literal: unknown } } } }> = [
+  ...LlmError.classes,
+  Middleware.MiddlewareError,
+  ...ModelErrors.classes
+]
+
+describe("docs/errors.md", () => {
+  it("holds exactly the table the catalog renders", () => {
+    const doc = readFileSync(docPath, "utf8")
+    expect(doc).toContain(renderTable())
+    expect(render(doc)).toBe(doc)
+  })
+
+  it("lists each code once", () => {
+    const rows = readFileSync(docPath, "utf8").split("\n").filter((line) => /^\| `[A-Z_]+` \|/.test(line))
+    const codes = rows.map((row) => /^\| `([A-Z_]+)`/.exec(row)![1])
+    expect(codes).toStrictEqual([...ErrorCode.codes])
+  })
+
+  it("every error class in the sources uses a catalog code, and every catalog code has a class", () => {
+    const used = codesInSources()
+    const unknown = used.filter(({ code }) => !ErrorCode.codes.includes(code as ErrorCode.ErrorCode))
+    expect(unknown).toStrictEqual([])
+    const unused = ErrorCode.codes.filter((code) => !used.some((u) => u.code === code))
+    expect(unused).toStrictEqual([])
+  })
+
+  it("the exported error classes carry the codes their sources declare", () => {
+    const declared = new Set(codesInSources().map((u) => u.code))
+    for (const errorClass of classes) {
+      expect(declared.has(String(errorClass.fields.code.schema.literal))).toBe(true)
+    }
+    expect(new Set(classes.map((c) => c.fields.code.schema.literal))).toStrictEqual(declared)
+  })
+})
