@@ -18,7 +18,7 @@
  * | `block-end-mismatch` | `block-end`'s block differs from what the deltas built | keeps `block-end`'s block (the adapter's final word) |
  * | `unclosed-block` | `finish` (or the end of input) with a block still open | closes it with what the deltas built; a block with no deltas of its kind (image, custom) is dropped |
  * | `duplicate-finish` | a second `finish` | ignores it |
- * | `chunk-after-finish` | any other chunk after `finish` | ignores it |
+ * | `chunk-after-finish` | any other chunk after `finish`, or any chunk after `done()` | ignores it |
  * | `missing-finish` | the input ended without `finish` | the result has no finish reason |
  *
  * Blocks appear in the message ordered by `index` (blocks sharing an index in the order they
@@ -241,7 +241,11 @@ export const make = (): Assembler => {
   }
 
   const pushOne = (chunk: StreamChunk): Anomaly | undefined => {
-    if (result !== undefined || finishReason !== undefined) {
+    if (result !== undefined) {
+      // `done()` already returned its result; this anomaly is only returned by `push`
+      return report("chunk-after-finish", `${chunk.type} after the input was ended with done(); ignored`)
+    }
+    if (finishReason !== undefined) {
       return chunk.type === "finish"
         ? report("duplicate-finish", "a second finish; ignored")
         : report("chunk-after-finish", `${chunk.type} after finish; ignored`)
@@ -391,17 +395,22 @@ export type Fragmenter = (text: string) => ReadonlyArray<string>
 export const whole: Fragmenter = (text) => [text]
 
 /**
- * Cuts a string into pieces of at most `size` characters (code points are never split).
+ * Cuts a string into pieces of at most `size` code points (never splitting one). A `size`
+ * that is not a positive whole number is treated as 1; fractions are rounded down.
  *
  * @since 0.1.0
  * @category fragmenters
  */
-export const pieces = (size: number): Fragmenter => (text) => {
-  const chars = Array.from(text)
-  if (chars.length === 0) return [""]
-  const out: Array<string> = []
-  for (let i = 0; i < chars.length; i += Math.max(1, size)) out.push(chars.slice(i, i + Math.max(1, size)).join(""))
-  return out
+export const pieces = (size: number): Fragmenter => {
+  // a size that is not a positive whole number would lose text or overshoot: fall back to 1
+  const n = Number.isFinite(size) && size >= 1 ? Math.floor(size) : 1
+  return (text) => {
+    const chars = Array.from(text)
+    if (chars.length === 0) return [""]
+    const out: Array<string> = []
+    for (let i = 0; i < chars.length; i += n) out.push(chars.slice(i, i + n).join(""))
+    return out
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * The base of every typed failure in dsh: a stable `code`, a human-readable `message` and an
- * optional `cause`. Each package defines its failures with {@link Class}, so they are
+ * optional `cause`. Each package defines its failures as `Schema.TaggedError` classes whose
+ * fields start with {@link fields}, so they are
  * `Schema.TaggedError`s (yieldable, encodable to JSON) that carry their code as a literal.
  *
  * @since 0.1.0
@@ -68,7 +69,8 @@ export const fields = <const Code extends ErrorCode>(code: Code) => ({
 })
 
 /**
- * A harness error class: what {@link codeOf} reads the code from.
+ * What every harness error class exposes: its Schema fields, among them the literal `code`
+ * (`MyError.fields.code.schema.literal`). The error-code table test reads codes this way.
  *
  * @since 0.1.0
  * @category models
@@ -78,7 +80,7 @@ export interface HarnessErrorClass {
 }
 
 /**
- * Whether a value is a harness error (any class made with {@link Class}, or any object of
+ * Whether a value is a harness error (an instance of a class built on {@link fields}, or any object of
  * the same shape).
  *
  * @since 0.1.0

@@ -116,7 +116,9 @@ export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out)
   const apply = (input: In, terminal: (input: In) => Out): Out => {
     const snapshot = entries
     const at = (i: number, value: In): Out => {
-      if (i >= snapshot.length) return terminal(value)
+      // Suspended too, so that a throwing terminal is not caught (and blamed) by the innermost
+      // middleware's `try` below: it becomes a plain defect of the output.
+      if (i >= snapshot.length) return options.suspend(() => terminal(value))
       const { middleware } = snapshot[i]!
       return options.suspend(() => {
         try {

@@ -1,0 +1,199 @@
+import { ErrorCode, HarnessError, LlmError, Middleware } from "@dsh/llm"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+
+// What the docs promise about each class: its tag and whether retrying it unchanged may help
+// (throttling, server and transport failures).
+const expected: Record<string, { readonly retryable: boolean }> = {
+  LlmAuthError: { retryable: false },
+  LlmRateLimitError: { retryable: true },
+  LlmInvalidRequestError: { retryable: false },
+  LlmServerError: { retryable: true },
+  LlmProtocolError: { retryable: false },
+  LlmTransportError: { retryable: true }
+}
+
+type AnyLlmErrorClass = (typeof LlmError.classes)[number]
+
+// The common constructor every class accepts (message and optional cause).
+const construct = (C: AnyLlmErrorClass, props: { readonly message: string; readonly cause?: unknown }) =>
+  new C(props)
+
+const decodeLlmError = Schema.decodeUnknownSync(LlmError.LlmError)
+const encodeLlmError = Schema.encodeSync(LlmError.LlmError)
+const viaJson = (e: LlmError.LlmError): LlmError.LlmError =>
+  decodeLlmError(JSON.parse(JSON.stringify(encodeLlmError(e))))
+
+describe("LlmError classes", () => {
+  it("the classes are the six documented ones, each once", () => {
+    expect(LlmError.classes.map((C) => C.name).sort()).toStrictEqual(Object.keys(expected).sort())
+  })
+
+  for (const C of LlmError.classes) {
+    const code = C.fields.code.schema.literal
+
+    describe(C.name, () => {
+      it("constructs with a message, its tag and its catalog code, and is an Error", () => {
+        const e = construct(C, { message: "it broke" })
+        expect(e.message).toBe("it broke")
+        expect(e._tag).toBe(C.name)
+        expect(e.code).toBe(code)
+        expect(ErrorCode.codes).toContain(e.code)
+        // the catalog names the class that raises the code
+        expect(ErrorCode.catalog[code].raisedBy).toContain(`(${C.name})`)
+        expect(e).toBeInstanceOf(Error)
+        expect(e).toBeInstanceOf(C)
+        expect("cause" in e).toBe(false)
+      })
+
+      it("preserves its cause as the native Error cause", () => {
+        const root = new Error("ECONNRESET")
+        const e = construct(C, { message: "with cause", cause: root })
+        expect(e.cause).toBe(root)
+      })
+
+      it("encodes to JSON and decodes back through the LlmError union", () => {
+        const e = construct(C, { message: "over the wire" })
+        const encoded = encodeLlmError(e)
+        expect(encoded).toStrictEqual({ _tag: C.name, code, message: "over the wire" })
+        const back = viaJson(e)
+        expect(back).toBeInstanceOf(C)
+        expect(back._tag).toBe(e._tag)
+        expect(back.code).toBe(code)
+        expect(back.message).toBe("over the wire")
+      })
+
+      it("a cause survives JSON as an Error with the same message", () => {
+        const back = viaJson(construct(C, { message: "m", cause: new Error("root cause") }))
+        expect(back.cause).toBeInstanceOf(Error)
+        expect((back.cause as Error).message).toBe("root cause")
+      })
+
+      it("decoding rejects its tag with another code", () => {
+        const otherCode = ErrorCode.codes.find((c) => c !== code)!
+        expect(() => decodeLlmError({ _tag: C.name, code: otherCode, message: "m" })).toThrow()
+        expect(() => decodeLlmError({ _tag: C.name, message: "m" })).toThrow()
+        expect(decodeLlmError({ _tag: C.name, code, message: "m" })).toBeInstanceOf(C)
+      })
+
+      it("is a harness error whose info is its tag and code", () => {
+        const e = construct(C, { message: "m" })
+        expect(HarnessError.isHarnessError(e)).toBe(true)
+        const info = HarnessError.info(e)
+        expect(info).toStrictEqual({ tag: C.name, code })
+        expect(Schema.decodeUnknownSync(HarnessError.ErrorInfo)(JSON.parse(JSON.stringify(info)))).toStrictEqual(info)
+      })
+
+      it(`isRetryable is ${expected[C.name]?.retryable}`, () => {
+        expect(LlmError.isRetryable(construct(C, { message: "m" }))).toBe(expected[C.name]?.retryable)
+      })
+
+      it.effect("is yieldable as a typed failure", () =>
+        Effect.gen(function*() {
+          const e = construct(C, { message: "yielded" })
+          const failed = yield* Effect.gen(function*() {
+            return yield* e
+          }).pipe(Effect.flip)
+          expect(failed).toBe(e)
+        }))
+    })
+  }
+
+  it("keeps the extra fields through JSON", () => {
+    const auth = viaJson(new LlmError.LlmAuthError({ message: "401", status: 401 }))
+    expect(auth).toBeInstanceOf(LlmError.LlmAuthError)
+    expect((auth as LlmError.LlmAuthError).status).toBe(401)
+    const rate = viaJson(new LlmError.LlmRateLimitError({ message: "slow down", retryAfterMillis: 1500 }))
+    expect((rate as LlmError.LlmRateLimitError).retryAfterMillis).toBe(1500)
+    const server = viaJson(new LlmError.LlmServerError({ message: "bad gateway", status: 502 }))
+    expect((server as LlmError.LlmServerError).status).toBe(502)
+  })
+
+  it("rejects invalid extra fields", () => {
+    expect(() => new LlmError.LlmRateLimitError({ message: "m", retryAfterMillis: -1 })).toThrow()
+    expect(() => decodeLlmError({ _tag: "LlmRateLimitError", code: "LLM_RATE_LIMIT", message: "m", retryAfterMillis: 1.5 }))
+      .toThrow()
+    expect(() => decodeLlmError({ _tag: "LlmAuthError", code: "LLM_AUTH", message: "m", status: "401" })).toThrow()
+    expect(() => decodeLlmError({ _tag: "LlmUnknownError", code: "LLM_AUTH", message: "m" })).toThrow()
+    expect(() => decodeLlmError({ _tag: "LlmAuthError", code: "LLM_AUTH" })).toThrow()
+  })
+
+  it.effect("catchTag tells the classes apart", () =>
+    Effect.gen(function*() {
+      const fail = (e: LlmError.LlmError): Effect.Effect<string, LlmError.LlmError> => Effect.fail(e)
+      const handled = yield* fail(new LlmError.LlmRateLimitError({ message: "429", retryAfterMillis: 10 })).pipe(
+        Effect.catchTag("LlmRateLimitError", (e) => Effect.succeed(`retry in ${e.retryAfterMillis}`)),
+        Effect.catchTag("LlmAuthError", () => Effect.succeed("auth"))
+      )
+      expect(handled).toBe("retry in 10")
+    }))
+})
+
+describe("HarnessError", () => {
+  it("isHarnessError accepts any object with string _tag, code and message", () => {
+    expect(HarnessError.isHarnessError({ _tag: "X", code: "Y", message: "m" })).toBe(true)
+    expect(HarnessError.isHarnessError(new Middleware.MiddlewareError({ middleware: "m", message: "x" }))).toBe(true)
+  })
+
+  it("isHarnessError rejects everything else", () => {
+    for (
+      const u of [
+        null,
+        undefined,
+        "LlmAuthError",
+        42,
+        new Error("plain"),
+        { _tag: "X", message: "m" },
+        { _tag: "X", code: "Y" },
+        { code: "Y", message: "m" },
+        { _tag: 1, code: "Y", message: "m" },
+        { _tag: "X", code: 2, message: "m" },
+        { _tag: "X", code: "Y", message: null }
+      ]
+    ) {
+      expect(HarnessError.isHarnessError(u), JSON.stringify(u) ?? String(u)).toBe(false)
+    }
+  })
+
+  it("fields builds a class of another package with its code filled in", () => {
+    class NoModel extends Schema.TaggedError<NoModel>()("NoModelError", {
+      ...HarnessError.fields("NO_MODEL"),
+      model: Schema.String
+    }) {}
+    const e = new NoModel({ message: "no adapter serves gpt-9", model: "gpt-9" })
+    expect(e.code).toBe("NO_MODEL")
+    expect(NoModel.fields.code.schema.literal).toBe("NO_MODEL")
+    expect(HarnessError.info(e)).toStrictEqual({ tag: "NoModelError", code: "NO_MODEL" })
+    expect(HarnessError.isHarnessError(e)).toBe(true)
+  })
+})
+
+describe("ErrorCode", () => {
+  const accepts = (u: unknown) => Schema.decodeUnknownOption(ErrorCode.ErrorCode)(u)._tag === "Some"
+
+  it("accepts every catalog code", () => {
+    const keys = Object.keys(ErrorCode.catalog)
+    expect(keys.length).toBeGreaterThan(0)
+    for (const code of keys) expect(accepts(code), code).toBe(true)
+    expect([...ErrorCode.codes].sort()).toStrictEqual([...keys].sort())
+  })
+
+  it("rejects anything else", () => {
+    for (const u of ["NOPE", "llm_auth", "LLM_AUTH ", " LLM_AUTH", "", "LlmAuthError", 1, null, undefined, { code: "LLM_AUTH" }]) {
+      expect(accepts(u), String(u)).toBe(false)
+    }
+  })
+
+  it("every catalog entry has a meaning and names who raises it; codes are SCREAMING_SNAKE_CASE", () => {
+    for (const [code, entry] of Object.entries(ErrorCode.catalog)) {
+      expect(code).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/)
+      expect(entry.meaning.length).toBeGreaterThan(10)
+      expect(entry.raisedBy).toMatch(/^@dsh\/[a-z-]+ \(/)
+    }
+  })
+
+  it("the MIDDLEWARE code belongs to MiddlewareError", () => {
+    expect(Middleware.MiddlewareError.fields.code.schema.literal).toBe("MIDDLEWARE")
+    expect(ErrorCode.catalog.MIDDLEWARE.raisedBy).toContain("(MiddlewareError)")
+  })
+})
