@@ -18,7 +18,7 @@
  */
 import { Assembler, ErrorCode, HarnessError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, type Layer, Option, Stream } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, type Layer, Option, type Scope, Stream } from "effect"
 import * as ChunkContract from "./ChunkContract.ts"
 import { Model } from "./Model.ts"
 
@@ -118,13 +118,17 @@ const runInterruption = <E>(
   model: Model["Service"],
   options: Options<E>,
   request: ModelRequest.ModelRequest
-): Effect.Effect<ReadonlyArray<Violation>> =>
+): Effect.Effect<ReadonlyArray<Violation>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const name = "interruption"
     const first = yield* Deferred.make<void>()
+    // Detached, not a child: a fiber awaits its children when it ends, so a stream that ignores
+    // interruption would keep the caller of `check` from ever completing (and `suite`'s test
+    // would time out instead of reporting the violation). The check's scope interrupts it.
     const fiber = yield* Stream.runForEach(model.stream(request), () => Deferred.succeed(first, undefined)).pipe(
-      Effect.forkChild
+      Effect.forkDetach
     )
+    yield* Effect.addFinalizer(() => Effect.sync(() => fiber.interruptUnsafe()))
     const started = yield* Effect.raceFirst(
       Effect.as(Deferred.await(first), true),
       Effect.as(Fiber.await(fiber), false)
