@@ -1,0 +1,295 @@
+/**
+ * The session log and derivation benchmark (`npm run bench session/bench/log`): append
+ * throughput with 0, 1 and 10 stream subscribers, the cost of deriving the history per step at
+ * 1k, 10k and 100k logged events (it must stay flat: derivation is incremental), and the heap
+ * retained per logged event. Measures only; nothing here asserts. Run directly by Node with
+ * --expose-gc, so the file uses erasable TypeScript only.
+ */
+import { Derivation, Session } from "@dsh/session"
+import { Effect, Fiber, Stream } from "effect"
+
+const gc = (): void => {
+  const collect = (globalThis as { gc?: () => void }).gc
+  if (collect !== undefined) {
+    collect()
+    collect()
+  }
+}
+const hasGc = (globalThis as { gc?: unknown }).gc !== undefined
+
+const table = (title: string, head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): void => {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ")
+  console.log(`\n${title}`)
+  console.log(line(head))
+  console.log(widths.map((w) => "-".repeat(w)).join("  "))
+  for (const row of rows) console.log(line(row))
+}
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+let sessions = 0
+const makeSession = () => Session.make({ id: `bench-${sessions++}` as never, createdAt: 0 })
+
+// ---------------------------------------------------------------------------------------------
+// A realistic event mix. Data is parsed from JSON text, as it arrives from a model or a file,
+// so every string is a fresh flat string (not a slice or a shared literal).
+// ---------------------------------------------------------------------------------------------
+
+const words = "the quick brown fox jumps over the lazy dog while reading src/session/Log.ts again "
+const textOf = (length: number, salt: number) => {
+  const s = `${salt} ${words.repeat(Math.ceil(length / words.length))}`
+  return s.slice(0, length)
+}
+
+type Draft = { readonly type: string; readonly data: unknown }
+
+/**
+ * One step of ~10 events: step/start, 4 text chunks, the assistant message (text and one tool
+ * call), tool/call, tool/result, usage, step/end. Every 5th step opens a turn with a user
+ * message and the 5th closes it.
+ */
+const stepDrafts = (n: number): Array<Draft> => {
+  const turn = 1 + Math.floor(n / 5)
+  const step = 1 + (n % 5)
+  const callId = `call_${n}`
+  const json = JSON.stringify([
+    ...(step === 1
+      ? [
+        { type: "turn/start", data: { turn, trigger: "send" } },
+        { type: "user/message", data: { content: [{ type: "text", text: textOf(200, n) }], source: "user" } }
+      ]
+      : []),
+    { type: "step/start", data: { turn, step } },
+    ...[0, 1, 2, 3].map((i) => ({
+      type: "assistant/chunk",
+      data: { turn, step, chunk: { type: "text-delta", index: 0, delta: textOf(24, n * 10 + i) } }
+    })),
+    {
+      type: "assistant/message",
+      data: {
+        turn,
+        step,
+        content: [
+          { type: "text", text: textOf(96, n) },
+          { type: "tool-call", id: callId, name: "read_file", arguments: `{"path":"src/file_${n}.ts"}` }
+        ],
+        finishReason: { kind: "tool-calls" }
+      }
+    },
+    { type: "tool/call", data: { turn, step, callId, name: "read_file", arguments: `{"path":"src/file_${n}.ts"}` } },
+    {
+      type: "tool/result",
+      data: { turn, step, callId, content: [{ type: "text", text: textOf(600, n) }], isError: false }
+    },
+    {
+      type: "usage",
+      data: { turn, step, usage: { inputTokens: 1200 + n, outputTokens: 80, cacheReadTokens: 9000, cacheWriteTokens: 0 } }
+    },
+    { type: "step/end", data: { turn, step } },
+    ...(step === 5 ? [{ type: "turn/end", data: { turn, reason: { kind: "completed" } } }] : [])
+  ])
+  return JSON.parse(json) as Array<Draft>
+}
+
+const appendAny = (session: Session.Session, d: Draft) =>
+  (session.append as unknown as (type: string, data: unknown) => Effect.Effect<unknown>)(d.type, d.data)
+
+/** Appends steps until the log holds at least `events` events; returns the next step number. */
+const fill = (session: Session.Session, events: number, from = 0) =>
+  Effect.gen(function*() {
+    let n = from
+    while ((yield* session.seq) < events) {
+      for (const d of stepDrafts(n)) yield* appendAny(session, d)
+      n++
+    }
+    return n
+  })
+
+// ---------------------------------------------------------------------------------------------
+// 1. Append throughput with subscribers draining concurrently
+// ---------------------------------------------------------------------------------------------
+
+const appendRun = (subscribers: number, appends: number) =>
+  Effect.gen(function*() {
+    const { close, session } = makeSession()
+    const readers = yield* Effect.forEach(
+      Array.from({ length: subscribers }),
+      () => Effect.forkChild(Stream.runFold(session.stream, () => 0, (count: number) => count + 1))
+    )
+    yield* Effect.yieldNow
+    const start = performance.now()
+    for (let i = 0; i < appends; i++) {
+      yield* session.append("assistant/chunk", { turn: 1, step: 1, chunk: { type: "text-delta", index: 0, delta: `t${i}` } })
+    }
+    const appended = performance.now() - start
+    close()
+    const counts = yield* Fiber.joinAll(readers)
+    const drained = performance.now() - start
+    return { appended, drained, ok: counts.every((c) => c === appends) }
+  })
+
+const appendThroughput = Effect.gen(function*() {
+  const appends = 100_000
+  yield* appendRun(1, 20_000) // warm-up
+  const rows: Array<Array<string>> = []
+  for (const subscribers of [0, 1, 10]) {
+    // the median of 3 runs by drain time
+    const runs: Array<{ appended: number; drained: number; ok: boolean }> = []
+    for (let i = 0; i < 3; i++) {
+      gc()
+      runs.push(yield* appendRun(subscribers, appends))
+    }
+    const r = runs.sort((a, b) => a.drained - b.drained)[1]!
+    rows.push([
+      String(subscribers),
+      fmt(appends),
+      fmt(r.appended, 0),
+      fmt(r.drained, 0),
+      fmt(appends / (r.drained / 1000)),
+      r.ok ? "yes" : "NO"
+    ])
+  }
+  table(
+    "Append throughput (assistant/chunk events, each append yielded on its own; readers drain concurrently; median of 3)",
+    ["subscribers", "appends", "append ms", "drained ms", "appends/s", "all read all"],
+    rows
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// 2. Derivation cost per step at 1k, 10k and 100k logged events
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Fills a fresh session to `size` events, derives once, then times `session.messages` after each
+ * of `steps` further steps (~10.6 events each, so the log stays within size + ~1.1k), in
+ * `rounds` fresh sessions. Also times what copying the message list alone costs at that size.
+ */
+const derivationAt = (size: number, rounds: number, steps: number) =>
+  Effect.gen(function*() {
+    const samples: Array<number> = []
+    let first = 0
+    let scratch = 0
+    let copy = 0
+    let messages = 0
+    let eventsPerStep = 0
+    for (let round = 0; round < rounds; round++) {
+      gc()
+      const { session } = makeSession()
+      let n = yield* fill(session, size)
+      let t = performance.now()
+      yield* session.messages
+      first += performance.now() - t
+      const all = yield* session.events
+      t = performance.now()
+      Derivation.derive(all)
+      scratch += performance.now() - t
+      for (let s = 0; s < steps; s++) {
+        const drafts = stepDrafts(n++)
+        eventsPerStep += drafts.length
+        for (const d of drafts) yield* appendAny(session, d)
+        t = performance.now()
+        yield* session.messages
+        samples.push((performance.now() - t) * 1000)
+      }
+      // the derivation copies its (unfrozen) list of committed messages into a frozen array
+      const list = [...(yield* session.messages)]
+      messages += list.length
+      const copies: Array<number> = []
+      for (let i = 0; i < 101; i++) {
+        t = performance.now()
+        Object.freeze(list.slice())
+        copies.push((performance.now() - t) * 1000)
+      }
+      copy += copies.sort((a, b) => a - b)[50] ?? 0
+    }
+    samples.sort((a, b) => a - b)
+    return {
+      size,
+      mean: samples.reduce((a, b) => a + b, 0) / samples.length,
+      median: samples[Math.floor(samples.length / 2)] ?? 0,
+      p90: samples[Math.floor(samples.length * 0.9)] ?? 0,
+      eventsPerStep: eventsPerStep / (rounds * steps),
+      first: first / rounds,
+      scratch: scratch / rounds,
+      copy: copy / rounds,
+      messages: messages / rounds
+    }
+  })
+
+const derivationCost = Effect.gen(function*() {
+  yield* derivationAt(1_000, 2, 100) // warm-up
+  const rows: Array<Array<string>> = []
+  for (const size of [1_000, 10_000, 100_000]) {
+    gc()
+    const r = yield* derivationAt(size, 3, 100)
+    rows.push([
+      fmt(r.size),
+      fmt(r.messages),
+      fmt(r.eventsPerStep, 1),
+      fmt(r.mean, 1),
+      fmt(r.median, 1),
+      fmt(r.p90, 1),
+      fmt(r.copy, 1),
+      fmt(r.first, 2),
+      fmt(r.scratch, 2)
+    ])
+  }
+  table(
+    "Derivation per step: session.messages after appending one step's events (3 sessions x 100 steps per size)",
+    [
+      "log events",
+      "messages",
+      "events/step",
+      "µs/step mean",
+      "median",
+      "p90",
+      "list copy µs (median)",
+      "first derive ms",
+      "from scratch ms"
+    ],
+    rows
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// 3. Retained memory per event
+// ---------------------------------------------------------------------------------------------
+
+const retainedMemory = Effect.gen(function*() {
+  const events = 100_000
+  const keep: Array<unknown> = []
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const { session } = makeSession()
+  yield* fill(session, events)
+  keep.push(session)
+  gc()
+  const logged = process.memoryUsage().heapUsed
+  const count = yield* session.seq
+  const messages = yield* session.messages
+  keep.push(messages)
+  gc()
+  const derived = process.memoryUsage().heapUsed
+  const json = (yield* session.events).reduce((bytes, e) => bytes + JSON.stringify(e).length, 0)
+  table(
+    `Retained heap (${fmt(count)} events of the step mix above; ${hasGc ? "after gc" : "NO --expose-gc: rough"})`,
+    ["what", "bytes/event", "total MB"],
+    [
+      ["event log", fmt((logged - before) / count), fmt((logged - before) / 2 ** 20, 1)],
+      ["+ derived history", fmt((derived - logged) / count), fmt((derived - logged) / 2 ** 20, 1)],
+      ["(JSON size, for scale)", fmt(json / count), fmt(json / 2 ** 20, 1)]
+    ]
+  )
+  return keep.length
+})
+
+const program = Effect.gen(function*() {
+  const start = performance.now()
+  yield* appendThroughput
+  yield* derivationCost
+  yield* retainedMemory
+  console.log(`\n(total ${fmt((performance.now() - start) / 1000, 1)} s)`)
+})
+
+await Effect.runPromise(program)

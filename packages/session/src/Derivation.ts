@@ -1,0 +1,198 @@
+/**
+ * Derivation: the model's message history computed from a session log, which stays the single
+ * source of truth.
+ *
+ * - `user/message` → a user message; `assistant/message` → an assistant message;
+ * - `tool/result` → a user message holding one `tool-result` block;
+ * - `context/message` and `steering/message` → user messages wrapped in a tagged envelope
+ *   (`<context source="…">…</context>`, `<steering source="…">…</steering>`);
+ * - `assistant/chunk` and the bookkeeping events are skipped.
+ *
+ * The history is always one a provider accepts:
+ *
+ * - every tool call of an assistant message is answered right after it. A user-role message
+ *   logged while calls are still unanswered (a context message injected during tool
+ *   execution) is placed after their results;
+ * - a call still unanswered when its step, its turn or the log ends (a crash, a cut-short log)
+ *   gets a synthetic error result saying no result was recorded;
+ * - a result whose call is not awaiting one (no such call, or answered already) is left out.
+ *
+ * Derivation is incremental: a {@link Derivation} consumes only the events appended since its
+ * last call, so a step costs O(new events) plus a pointer copy of the message list, never a
+ * walk or deep copy of the whole history. Messages share the log's frozen content and are
+ * frozen themselves; nothing done to them can reach the log.
+ *
+ * @since 0.1.0
+ */
+import { Content, type Ids, type Message } from "@dsh/llm"
+import type { SessionEvent } from "./SessionEvent.ts"
+
+/**
+ * The text of the synthetic result given to a tool call that never got one.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const noResultText = "No result was recorded for this tool call: the session ended or was interrupted before it finished."
+
+/**
+ * The `{tag, code}` of a synthetic result.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const noResultError = Object.freeze({ tag: "NoResultRecorded", code: "ABORTED" })
+
+/**
+ * An incremental derivation over one growing log.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Derivation {
+  /** Consumes events; they must continue the sequence consumed so far. */
+  readonly feed: (events: Iterable<SessionEvent>) => void
+  /** The history for everything consumed so far. */
+  readonly messages: () => ReadonlyArray<Message.Message>
+  /** How many events were consumed. */
+  readonly consumed: () => number
+}
+
+const escapeAttribute = (value: string) =>
+  value.replaceAll("&", "&amp;").replaceAll("\"", "&quot;").replaceAll("<", "&lt;")
+
+/**
+ * Wraps content in a tagged envelope. Text-only content becomes one text block; other content
+ * is framed by an opening and a closing text block.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const envelope = (
+  tag: "context" | "steering",
+  source: string,
+  content: ReadonlyArray<Content.ContentBlock>
+): ReadonlyArray<Content.ContentBlock> => {
+  const open = `<${tag} source="${escapeAttribute(source)}">`
+  const close = `</${tag}>`
+  if (content.every((block) => block.type === "text")) {
+    const text = content.map((block) => (block as Content.TextBlock).text).join("\n")
+    return Object.freeze([Object.freeze(Content.text(`${open}\n${text}\n${close}`))])
+  }
+  return Object.freeze([Object.freeze(Content.text(open)), ...content, Object.freeze(Content.text(close))])
+}
+
+const message = (role: Message.Role, content: ReadonlyArray<Content.ContentBlock>): Message.Message =>
+  Object.freeze({ role, content })
+
+const toolResultMessage = (block: Content.ToolResultBlock): Message.Message =>
+  message("user", Object.freeze([Object.freeze(block)]))
+
+const noResult = (callId: Ids.CallId): Message.Message =>
+  toolResultMessage({
+    type: "tool-result",
+    toolCallId: callId,
+    content: Object.freeze([Object.freeze(Content.text(noResultText))]),
+    isError: true,
+    error: noResultError
+  })
+
+/**
+ * Makes an empty incremental derivation.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (): Derivation => {
+  const committed: Array<Message.Message> = []
+  // calls of the last assistant message still awaiting a result, in call order
+  const awaiting = new Set<Ids.CallId>()
+  // user-role messages logged while calls were awaiting results
+  const held: Array<Message.Message> = []
+  let consumed = 0
+  let cache: ReadonlyArray<Message.Message> | undefined
+
+  const release = () => {
+    for (const m of held) committed.push(m)
+    held.length = 0
+  }
+
+  const closeAwaiting = () => {
+    for (const callId of awaiting) committed.push(noResult(callId))
+    awaiting.clear()
+    release()
+  }
+
+  const userRole = (m: Message.Message) => {
+    if (awaiting.size > 0) held.push(m)
+    else committed.push(m)
+  }
+
+  const feedOne = (event: SessionEvent) => {
+    switch (event.type) {
+      case "user/message":
+        return userRole(message("user", event.data.content))
+      case "context/message":
+        return userRole(message("user", envelope("context", event.data.source, event.data.content)))
+      case "steering/message":
+        return userRole(message("user", envelope("steering", event.data.source, event.data.content)))
+      case "assistant/message": {
+        closeAwaiting()
+        committed.push(message("assistant", event.data.content))
+        for (const block of event.data.content) if (block.type === "tool-call") awaiting.add(block.id)
+        return
+      }
+      case "tool/result": {
+        if (!awaiting.delete(event.data.callId)) return
+        const block: Content.ToolResultBlock = event.data.error === undefined
+          ? { type: "tool-result", toolCallId: event.data.callId, content: event.data.content, isError: event.data.isError }
+          : {
+            type: "tool-result",
+            toolCallId: event.data.callId,
+            content: event.data.content,
+            isError: event.data.isError,
+            error: event.data.error
+          }
+        committed.push(toolResultMessage(block))
+        if (awaiting.size === 0) release()
+        return
+      }
+      case "step/end":
+      case "turn/end":
+      case "turn/start":
+        return closeAwaiting()
+      default:
+        return
+    }
+  }
+
+  return {
+    feed: (events) => {
+      for (const event of events) {
+        feedOne(event)
+        consumed++
+      }
+      cache = undefined
+    },
+    messages: () => {
+      if (cache !== undefined) return cache
+      cache = awaiting.size === 0 && held.length === 0
+        ? Object.freeze(committed.slice())
+        : Object.freeze([...committed, ...[...awaiting].map(noResult), ...held])
+      return cache
+    },
+    consumed: () => consumed
+  }
+}
+
+/**
+ * Derives the history of a complete log from scratch.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const derive = (events: Iterable<SessionEvent>): ReadonlyArray<Message.Message> => {
+  const derivation = make()
+  derivation.feed(events)
+  return derivation.messages()
+}

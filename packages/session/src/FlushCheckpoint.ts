@@ -1,0 +1,91 @@
+/**
+ * The flush checkpoint: where write-behind persistence becomes durable. Persistence Layers
+ * register a flush hook (scoped); `flush(session)` runs every hook concurrently and returns
+ * when all have finished. Failures are reported as one typed `PersistenceError` for the
+ * caller to decide about — the loop logs it and goes on; it never kills an agent.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, type Scope } from "effect"
+import type { Session } from "./Session.ts"
+import { PersistenceError } from "./SessionError.ts"
+
+/**
+ * A flush hook: makes everything logged in the session so far durable.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FlushHook {
+  readonly name: string
+  readonly flush: (session: Session) => Effect.Effect<void, PersistenceError>
+}
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
+  /** Registers a hook until the current scope closes. */
+  readonly register: (hook: FlushHook) => Effect.Effect<void, never, Scope.Scope>
+  /** Runs every hook for the session, concurrently. */
+  readonly flush: (session: Session) => Effect.Effect<void, PersistenceError>
+}>()("@dsh/session/FlushCheckpoint") {
+  /**
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<FlushCheckpoint> = Layer.sync(FlushCheckpoint, () => {
+    // one entry per registration, so that closing one scope removes only its own registration
+    // (the same hook object may be registered in several scopes)
+    let hooks: ReadonlyArray<{ readonly hook: FlushHook }> = []
+
+    const register = (hook: FlushHook) =>
+      Effect.asVoid(Effect.acquireRelease(
+        Effect.sync(() => {
+          const entry = { hook }
+          hooks = [...hooks, entry]
+          return entry
+        }),
+        (entry) => Effect.sync(() => (hooks = hooks.filter((e) => e !== entry)))
+      ))
+
+    const flush = (session: Session) =>
+      Effect.suspend(() => {
+        const running = hooks.map((e) => e.hook)
+        if (running.length === 0) return Effect.void
+        return Effect.forEach(
+          running,
+          (hook) =>
+            hook.flush(session).pipe(
+              Effect.catchDefect((defect) =>
+                Effect.fail(
+                  new PersistenceError({
+                    message: `flush hook "${hook.name}" died: ${defect instanceof Error ? defect.message : String(defect)}`,
+                    sessionId: session.id,
+                    cause: defect
+                  })
+                )
+              ),
+              Effect.result
+            ),
+          { concurrency: "unbounded" }
+        ).pipe(
+          Effect.flatMap((results) => {
+            const failures = results.flatMap((r) => (r._tag === "Failure" ? [r.failure] : []))
+            if (failures.length === 0) return Effect.void
+            if (failures.length === 1) return Effect.fail(failures[0]!)
+            return Effect.fail(
+              new PersistenceError({
+                message: `${failures.length} flush hooks failed for session ${session.id}: ` +
+                  failures.map((f) => f.message).join("; "),
+                sessionId: session.id,
+                failures: failures.map((f) => f.message)
+              })
+            )
+          })
+        )
+      }).pipe(Effect.withSpan("FlushCheckpoint.flush", { attributes: { "dsh.session": session.id } }))
+
+    return FlushCheckpoint.of({ register, flush })
+  })
+}

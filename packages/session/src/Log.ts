@@ -1,0 +1,106 @@
+/**
+ * The append-only log primitive behind sessions (and the store's stream of sessions): an
+ * array that only grows, read through per-reader cursors.
+ *
+ * A reader's stream takes everything from its cursor to the end in one slice, then parks
+ * until the next append wakes it. Because the position of an entry is its index, a reader can
+ * neither skip nor repeat an entry however appends and subscriptions interleave: there is no
+ * separate "history then live" hand-over to race. Appends are synchronous and never wait for
+ * readers; a slow reader costs no memory beyond its cursor. Closing the log ends every
+ * reader's stream once it has read what was appended before the close.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Effect, Stream } from "effect"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Log<A> {
+  /** Appends an entry and wakes the readers; returns its index. Fails after `close` by returning -1. */
+  readonly append: (entry: A) => number
+  /** The number of entries. */
+  readonly size: () => number
+  /** The entry at an index. */
+  readonly at: (index: number) => A | undefined
+  /** A copy of the entries from `from` (default 0). */
+  readonly slice: (from?: number) => ReadonlyArray<A>
+  /** The entries from `from` on, then every later one, until the log closes. */
+  readonly stream: (from?: number) => Stream.Stream<A>
+  /** Ends every reader's stream after it drains; later appends are refused. */
+  readonly close: () => void
+  readonly isClosed: () => boolean
+  /** Waits until the log is closed. */
+  readonly awaitClose: Effect.Effect<void>
+}
+
+/**
+ * Makes an empty log.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <A>(): Log<A> => {
+  const entries: Array<A> = []
+  const waiters = new Set<() => void>()
+  const closeWaiters = new Set<() => void>()
+  let closed = false
+
+  const wake = () => {
+    if (waiters.size === 0) return
+    const woken = [...waiters]
+    waiters.clear()
+    for (const resume of woken) resume()
+  }
+
+  const waitBeyond = (cursor: number) =>
+    Effect.callback<void>((resume) => {
+      if (cursor < entries.length || closed) return resume(Effect.void)
+      const wakeUp = () => resume(Effect.void)
+      waiters.add(wakeUp)
+      return Effect.sync(() => waiters.delete(wakeUp))
+    })
+
+  const stream = (from = 0): Stream.Stream<A> =>
+    Stream.fromPull(Effect.sync(() => {
+      let cursor = Math.max(0, from)
+      const pull: Effect.Effect<readonly [A, ...Array<A>], Cause.Done> = Effect.suspend(() => {
+        if (cursor < entries.length) {
+          const chunk = entries.slice(cursor) as unknown as readonly [A, ...Array<A>]
+          cursor = entries.length
+          return Effect.succeed(chunk)
+        }
+        if (closed) return Cause.done()
+        return Effect.flatMap(waitBeyond(cursor), () => pull)
+      })
+      return pull
+    }))
+
+  return {
+    append: (entry) => {
+      if (closed) return -1
+      entries.push(entry)
+      wake()
+      return entries.length - 1
+    },
+    size: () => entries.length,
+    at: (index) => entries[index],
+    slice: (from = 0) => entries.slice(from),
+    stream,
+    close: () => {
+      closed = true
+      wake()
+      const woken = [...closeWaiters]
+      closeWaiters.clear()
+      for (const resume of woken) resume()
+    },
+    isClosed: () => closed,
+    awaitClose: Effect.callback<void>((resume) => {
+      if (closed) return resume(Effect.void)
+      const wakeUp = () => resume(Effect.void)
+      closeWaiters.add(wakeUp)
+      return Effect.sync(() => closeWaiters.delete(wakeUp))
+    })
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * A session: one agent's event log, the single source of truth its history is derived from.
+ *
+ * `append` is synchronous in effect: it assigns `seq` and `time`, deep-freezes the data and
+ * stores the event; it never waits for I/O or readers (persistence is write-behind, see
+ * `FlushCheckpoint`). `stream` replays every logged event and then follows live appends with
+ * no gap and no duplicate however appends and subscriptions race; `streamFrom(seq)` does the
+ * same from a position, for readers that reconnect. Streams end when the session closes (its
+ * scope in the store closes).
+ *
+ * @since 0.1.0
+ */
+import type { Ids, Message } from "@dsh/llm"
+import { Clock, Effect, Schema, type Stream } from "effect"
+import * as Derivation from "./Derivation.ts"
+import * as Freeze from "./Freeze.ts"
+import * as Log from "./Log.ts"
+import type {
+  CoreEvent,
+  CoreType,
+  DataOf,
+  Definition,
+  ExtensionEvent,
+  ExtensionType,
+  SessionEvent
+} from "./SessionEvent.ts"
+
+/**
+ * Appends an event: a core type with its data, or an extension {@link Definition} with its
+ * data (encoded to JSON through the definition's Schema).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Append {
+  <T extends CoreType>(type: T, data: DataOf<T>): Effect.Effect<CoreEvent<T>>
+  <Type extends ExtensionType, A>(definition: Definition<Type, A>, data: A): Effect.Effect<ExtensionEvent<Type>>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Session {
+  readonly id: Ids.SessionId
+  /** Epoch milliseconds at creation. */
+  readonly createdAt: number
+  /** How many events came from the seed log (replay/fork); 0 for a fresh session. */
+  readonly seeded: number
+  readonly append: Append
+  /** A snapshot of every event logged so far. */
+  readonly events: Effect.Effect<ReadonlyArray<SessionEvent>>
+  /** The events from `seq` on, as logged so far. */
+  readonly eventsFrom: (seq: number) => Effect.Effect<ReadonlyArray<SessionEvent>>
+  /** The `seq` the next event will get (the number of events). */
+  readonly seq: Effect.Effect<number>
+  /** Every event logged so far, then every later one, until the session closes. */
+  readonly stream: Stream.Stream<SessionEvent>
+  /** Like `stream`, from a position. */
+  readonly streamFrom: (seq: number) => Stream.Stream<SessionEvent>
+  /** The derived message history (incremental; see `Derivation`). */
+  readonly messages: Effect.Effect<ReadonlyArray<Message.Message>>
+  /** Whether the session is closed (no more appends). */
+  readonly closed: Effect.Effect<boolean>
+  /** Waits until the session is closed. */
+  readonly awaitClosed: Effect.Effect<void>
+}
+
+/**
+ * A session's internals, for the store that owns it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Owned {
+  readonly session: Session
+  /** Ends the streams; later appends die. */
+  readonly close: () => void
+}
+
+const isDefinition = (u: unknown): u is Definition<ExtensionType, unknown> =>
+  typeof u === "object" && u !== null && "type" in u && "data" in u && "decode" in u
+
+/**
+ * Makes a session, optionally seeded with the events of another log (replay and fork). The
+ * seed's events keep their `seq` (they must count from 0 with no gap) and time; new events
+ * continue from the seed's end.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: {
+  readonly id: Ids.SessionId
+  readonly createdAt: number
+  readonly seed?: ReadonlyArray<SessionEvent>
+}): Owned => {
+  const log = Log.make<SessionEvent>()
+  const seed = options.seed ?? []
+  seed.forEach((event, i) => {
+    if (event.seq !== i) {
+      throw new RangeError(`seed event ${i} has seq ${event.seq}; a seed log must count from 0 with no gap`)
+    }
+    log.append(Freeze.deep(event))
+  })
+  const derivation = Derivation.make()
+
+  const store = (type: string, data: unknown): Effect.Effect<SessionEvent> =>
+    Effect.flatMap(Clock.currentTimeMillis, (time) =>
+      Effect.suspend(() => {
+        const event = Freeze.deep({ type, seq: log.size(), time, data }) as SessionEvent
+        if (log.append(event) < 0) {
+          return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
+        }
+        return Effect.succeed(event)
+      }))
+
+  const append = ((typeOrDefinition: CoreType | Definition<ExtensionType, unknown>, data: unknown) => {
+    if (isDefinition(typeOrDefinition)) {
+      return Effect.flatMap(
+        Effect.orDie(Schema.encodeUnknownEffect(typeOrDefinition.data)(data)),
+        (json) => store(typeOrDefinition.type, json)
+      )
+    }
+    return store(typeOrDefinition, data)
+  }) as Append
+
+  const session: Session = {
+    id: options.id,
+    createdAt: options.createdAt,
+    seeded: seed.length,
+    append,
+    events: Effect.sync(() => log.slice()),
+    eventsFrom: (seq) => Effect.sync(() => log.slice(seq)),
+    seq: Effect.sync(() => log.size()),
+    stream: log.stream(0),
+    streamFrom: (seq) => log.stream(seq),
+    messages: Effect.sync(() => {
+      const from = derivation.consumed()
+      if (from < log.size()) derivation.feed(log.slice(from))
+      return derivation.messages()
+    }),
+    closed: Effect.sync(() => log.isClosed()),
+    awaitClosed: log.awaitClose
+  }
+  return { session, close: log.close }
+}

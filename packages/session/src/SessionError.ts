@@ -1,0 +1,51 @@
+/**
+ * The typed failures of the session layer.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@dsh/llm"
+import { Schema } from "effect"
+
+/**
+ * A session was created with an id the store already holds.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SessionExistsError extends Schema.TaggedError<SessionExistsError>()("SessionExistsError", {
+  ...HarnessError.fields("SESSION_EXISTS"),
+  sessionId: Schema.String
+}) {}
+
+/**
+ * Persisting a session failed. `failures` lists each failed hook's message when several
+ * failed at one flush.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class PersistenceError extends Schema.TaggedError<PersistenceError>()("PersistenceError", {
+  ...HarnessError.fields("PERSISTENCE"),
+  sessionId: Schema.String,
+  failures: Schema.optionalKey(Schema.Array(Schema.String))
+}) {}
+
+/**
+ * A persisted log has a malformed line that is not a torn last line.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CorruptLogError extends Schema.TaggedError<CorruptLogError>()("CorruptLogError", {
+  ...HarnessError.fields("CORRUPT_LOG"),
+  file: Schema.String,
+  line: Schema.Int
+}) {}
+
+/**
+ * The classes of this module, for code that enumerates them (the error-code table test).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const classes = [SessionExistsError, PersistenceError, CorruptLogError] as const

@@ -1,0 +1,247 @@
+/**
+ * Session events: the vocabulary of the event-sourced log. Every event is
+ * `{ type, seq, time, data }`: `seq` counts from 0 within a session with no gaps, `time` is the
+ * Clock's epoch milliseconds at append, and `data` is described by the type's Schema, so a log
+ * encodes to JSON and decodes back.
+ *
+ * The core types are the ones the loop writes, including `agent/status` (an agent's status
+ * changes, so the log alone shows which agent owned it and when it was disposed). Other packages add their own with
+ * {@link define}: an extension type is namespaced with a colon (`"compaction:summary"`), which
+ * keeps it apart from the core types (which use a slash) in the `SessionEvent` union, so
+ * narrowing on `type` still works. An extension event decodes even where its definition is
+ * unknown (its data is kept as JSON), so a log is never unreadable for lack of a plugin.
+ *
+ * @since 0.1.0
+ */
+import { Content, FinishReason, HarnessError, Ids, StreamChunk, Usage } from "@dsh/llm"
+import { Schema } from "effect"
+
+const Turn = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const Step = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const Blocks = Schema.Array(Content.ContentBlock)
+
+/**
+ * Why a turn ended.
+ *
+ * - `completed`: the model answered without asking for tools and nothing asked to continue;
+ * - `aborted`: `abort(reason?)` stopped it;
+ * - `error`: something failed (the code says what);
+ * - `disposed`: the agent was disposed mid-turn;
+ * - `limit`: a guard stopped it (`name` says which, e.g. `max-steps`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TurnEndReason = Schema.Union([
+  Schema.Struct({ kind: Schema.tag("completed") }),
+  Schema.Struct({ kind: Schema.tag("aborted"), reason: Schema.optionalKey(Schema.String) }),
+  Schema.Struct({ kind: Schema.tag("error"), message: Schema.String, code: Schema.String }),
+  Schema.Struct({ kind: Schema.tag("disposed") }),
+  Schema.Struct({ kind: Schema.tag("limit"), name: Schema.String, message: Schema.String })
+])
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnEndReason = typeof TurnEndReason.Type
+
+/**
+ * The data Schema of every core event type.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const core = {
+  "turn/start": Schema.Struct({ turn: Turn, trigger: Schema.String }),
+  "turn/end": Schema.Struct({ turn: Turn, reason: TurnEndReason }),
+  "step/start": Schema.Struct({ turn: Turn, step: Step }),
+  "step/end": Schema.Struct({ turn: Turn, step: Step }),
+  "user/message": Schema.Struct({ content: Blocks, source: Schema.String }),
+  "context/message": Schema.Struct({ content: Blocks, source: Schema.String }),
+  "assistant/chunk": Schema.Struct({ turn: Turn, step: Step, chunk: StreamChunk.StreamChunk }),
+  "assistant/message": Schema.Struct({
+    turn: Turn,
+    step: Step,
+    content: Blocks,
+    finishReason: Schema.optionalKey(FinishReason.FinishReason)
+  }),
+  "tool/call": Schema.Struct({
+    turn: Turn,
+    step: Step,
+    callId: Ids.CallId,
+    name: Schema.String,
+    arguments: Schema.String
+  }),
+  "tool/result": Schema.Struct({
+    turn: Turn,
+    step: Step,
+    callId: Ids.CallId,
+    content: Schema.Array(Content.ToolResultContent),
+    isError: Schema.Boolean,
+    error: Schema.optionalKey(HarnessError.ErrorInfo)
+  }),
+  "steering/message": Schema.Struct({ turn: Turn, content: Blocks, source: Schema.String }),
+  usage: Schema.Struct({ turn: Turn, step: Step, usage: Usage.Usage }),
+  "agent/status": Schema.Struct({
+    agentId: Ids.AgentId,
+    status: Schema.Literals(["idle", "running", "disposed"])
+  }),
+  error: Schema.Struct({
+    turn: Schema.optionalKey(Turn),
+    step: Schema.optionalKey(Step),
+    message: Schema.String,
+    code: Schema.String
+  })
+} as const
+
+/**
+ * The core event types.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CoreType = keyof typeof core
+
+/**
+ * All core event types, in the order of the design brief.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const coreTypes = Object.keys(core) as ReadonlyArray<CoreType>
+
+/**
+ * The data of a core event type.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DataOf<T extends CoreType> = (typeof core)[T]["Type"]
+
+/**
+ * An extension event type: `namespace:name`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ExtensionType = `${string}:${string}`
+
+/**
+ * A core event.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CoreEvent<T extends CoreType = CoreType> = {
+  readonly [K in T]: { readonly type: K; readonly seq: number; readonly time: number; readonly data: DataOf<K> }
+}[T]
+
+/**
+ * An event of an extension type; its data is typed by its {@link Definition}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ExtensionEvent<Type extends ExtensionType = ExtensionType, Data = unknown> {
+  readonly type: Type
+  readonly seq: number
+  readonly time: number
+  readonly data: Data
+}
+
+/**
+ * Any event of a session log.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionEvent = CoreEvent | ExtensionEvent
+
+const envelope = {
+  seq: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+  time: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+}
+
+const coreEventSchemas = coreTypes.map((type) =>
+  Schema.Struct({ type: Schema.Literal(type), ...envelope, data: core[type] as Schema.Codec<unknown, unknown> })
+)
+
+const extensionTypePattern = /^[^/:\s]+:\S+$/
+
+const extensionTypeSchema = Schema.String.check(Schema.isPattern(extensionTypePattern))
+
+/**
+ * The Schema of any event. A core event's data is checked by its type's Schema; an extension
+ * event's data is kept as JSON (its definition's `decode` interprets it).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionEvent: Schema.Codec<SessionEvent, unknown> = Schema.Union([
+  ...coreEventSchemas,
+  Schema.Struct({ type: extensionTypeSchema, ...envelope, data: Schema.Json })
+]) as unknown as Schema.Codec<SessionEvent, unknown>
+
+/**
+ * An extension event type with its data Schema.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Definition<Type extends ExtensionType, A> {
+  readonly type: Type
+  readonly data: Schema.Codec<A, Schema.Json>
+  /** Whether an event is of this type. */
+  readonly is: (event: SessionEvent) => event is ExtensionEvent<Type>
+  /** The typed data of an event of this type; `undefined` for other events or invalid data. */
+  readonly decode: (event: SessionEvent) => A | undefined
+}
+
+/**
+ * Defines an extension event type. Append its events with `session.append(definition, data)`.
+ *
+ * @example
+ * ```ts
+ * import { SessionEvent } from "@dsh/session"
+ * import { Schema } from "effect"
+ *
+ * const Summary = SessionEvent.define("compaction:summary", Schema.Struct({
+ *   upToSeq: Schema.Int,
+ *   text: Schema.String
+ * }))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const define = <const Type extends ExtensionType, S extends Schema.Codec<any, Schema.Json>>(
+  type: Type,
+  data: S
+): Definition<Type, S["Type"]> => {
+  if (!extensionTypePattern.test(type)) {
+    throw new TypeError(`extension event type "${type}" must be namespace:name (e.g. "compaction:summary")`)
+  }
+  const codec = data as unknown as Schema.Codec<S["Type"], Schema.Json>
+  const decode = Schema.decodeUnknownOption(codec)
+  const is = (event: SessionEvent): event is ExtensionEvent<Type> => event.type === type
+  return {
+    type,
+    data: codec,
+    is,
+    decode: (event) => {
+      if (!is(event)) return undefined
+      const decoded = decode(event.data)
+      return decoded._tag === "Some" ? decoded.value : undefined
+    }
+  }
+}
+
+/**
+ * Whether an event is a core event of the given type (narrows its data).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isType = <T extends CoreType>(type: T) => (event: SessionEvent): event is Extract<SessionEvent, { readonly type: T }> =>
+  event.type === type

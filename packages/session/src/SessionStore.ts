@@ -1,0 +1,98 @@
+/**
+ * The session store: creates sessions (fresh, or seeded from another log for replay and fork),
+ * finds them, and streams them as they are created, so persistence and the invariants checker
+ * see every session from its first event.
+ *
+ * @since 0.1.0
+ */
+import { Ids } from "@dsh/llm"
+import { Clock, Context, Effect, Layer, Option, type Scope, type Stream } from "effect"
+import * as Log from "./Log.ts"
+import * as Session from "./Session.ts"
+import { SessionExistsError } from "./SessionError.ts"
+import type { SessionEvent } from "./SessionEvent.ts"
+
+/**
+ * Options of `create`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CreateOptions {
+  /** The id; a random UUID when omitted. */
+  readonly id?: string
+  /**
+   * Events to start from (a replay or a fork): they must count `seq` from 0 with no gap. The
+   * new session derives the same history and continues `seq` from the seed's end.
+   */
+  readonly seed?: ReadonlyArray<SessionEvent>
+}
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class SessionStore extends Context.Service<SessionStore, {
+  /**
+   * Creates a session that lives until the current scope closes (then its streams end and it
+   * leaves the store). A duplicate id fails with `SessionExistsError`.
+   */
+  readonly create: (options?: CreateOptions) => Effect.Effect<Session.Session, SessionExistsError, Scope.Scope>
+  /** The open session with this id. */
+  readonly get: (id: string) => Effect.Effect<Option.Option<Session.Session>>
+  /** The open sessions, in creation order. */
+  readonly list: Effect.Effect<ReadonlyArray<Session.Session>>
+  /** Every session created so far, open or closed, in creation order. */
+  readonly all: Effect.Effect<ReadonlyArray<Session.Session>>
+  /** Every session created so far (open or closed), then every later one, until the store closes. */
+  readonly sessions: Stream.Stream<Session.Session>
+}>()("@dsh/session/SessionStore") {
+  /**
+   * An in-memory store. Persistence Layers subscribe to it (see `JsonlSessions`).
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<SessionStore> = Layer.effect(
+    SessionStore,
+    Effect.gen(function*() {
+      const open = new Map<string, Session.Session>()
+      const created = Log.make<Session.Session>()
+      yield* Effect.addFinalizer(() => Effect.sync(created.close))
+
+      const create = (options: CreateOptions = {}) =>
+        Effect.gen(function*() {
+          const id = Ids.sessionId(options.id ?? crypto.randomUUID())
+          const createdAt = yield* Clock.currentTimeMillis
+          const owned = yield* Effect.acquireRelease(
+            Effect.suspend(() => {
+              if (open.has(id)) {
+                return Effect.fail(
+                  new SessionExistsError({ message: `a session with id "${id}" already exists`, sessionId: id })
+                )
+              }
+              const made = Session.make(
+                options.seed === undefined ? { id, createdAt } : { id, createdAt, seed: options.seed }
+              )
+              open.set(id, made.session)
+              created.append(made.session)
+              return Effect.succeed(made)
+            }),
+            (made) =>
+              Effect.sync(() => {
+                made.close()
+                open.delete(id)
+              })
+          )
+          return owned.session
+        })
+
+      return SessionStore.of({
+        create,
+        get: (id) => Effect.sync(() => Option.fromNullishOr(open.get(id))),
+        list: Effect.sync(() => [...open.values()]),
+        all: Effect.sync(() => created.slice()),
+        sessions: created.stream(0)
+      })
+    })
+  )
+}

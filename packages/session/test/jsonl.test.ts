@@ -1,0 +1,627 @@
+import { Content } from "@dsh/llm"
+import { type CreateOptions, FlushCheckpoint, JsonlSessions, type Session, SessionEvent, SessionStore } from "@dsh/session"
+import * as NodePath from "@effect/platform-node/NodePath"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Schema, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as FaultyFs from "./fixtures/faulty-fs.ts"
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const tempDirectory = Effect.acquireRelease(
+  Effect.promise(() => mkdtemp(join(tmpdir(), "dsh-jsonl-"))),
+  (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+)
+
+/** Runs `f` with a fresh temporary directory that is removed afterwards. */
+const withDirectory = <A, E, R>(f: (directory: string) => Effect.Effect<A, E, R>) =>
+  Effect.scoped(Effect.flatMap(tempDirectory, f))
+
+const Live = (directory: string) =>
+  JsonlSessions.layer({ directory }).pipe(Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)))
+
+type Services = SessionStore | FlushCheckpoint | JsonlSessions.JsonlSessions
+
+/** Runs a program with the layer over `directory`; the layer's scope closes when it ends. */
+const persisted = <A, E>(directory: string, program: Effect.Effect<A, E, Services | Scope.Scope>) =>
+  program.pipe(Effect.scoped, Effect.provide(Live(directory)))
+
+const text = (session: Session.Session, body: string) =>
+  session.append("user/message", { content: [Content.text(body)], source: "user" })
+
+const appendMany = (session: Session.Session, count: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < count; i++) yield* text(session, `m${yield* session.seq}`)
+  })
+
+const flush = (session: Session.Session) =>
+  Effect.gen(function*() {
+    yield* (yield* FlushCheckpoint).flush(session)
+  })
+
+/** Creates a session and runs `f` with it. */
+const withSession = <A, E, R>(options: CreateOptions, f: (session: Session.Session) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    return yield* f(yield* (yield* SessionStore).create(options))
+  })
+
+const read = (file: string) => (existsSync(file) ? readFileSync(file, "utf8") : undefined)
+
+const lines = (file: string) => (read(file) ?? "").split("\n").filter((line) => line.length > 0)
+
+const userEvent = (seq: number, body: string) => ({
+  type: "user/message",
+  seq,
+  time: 0,
+  data: { content: [{ type: "text", text: body }], source: "user" }
+})
+
+const headerOf = (id: string) => JsonlSessions.headerLine(id, 0)
+
+const line = (value: unknown) => JSON.stringify(value) + "\n"
+
+const loadFile = (file: string) => JsonlSessions.loadFile(file).pipe(Effect.provide(FaultyFs.layer((f) => f)))
+
+// ---------------------------------------------------------------------------------------------
+
+describe("JsonlSessions: format and write-behind", () => {
+  it.effect("writes a header line, then one line per event, in a file named after the URI-encoded id", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const Note = SessionEvent.define("test:note", Schema.Struct({ text: Schema.String }))
+        const session = yield* (yield* SessionStore).create({ id: "a b/c" })
+        yield* session.append("turn/start", { turn: 1, trigger: "send" })
+        yield* text(session, "héllo ✓")
+        yield* session.append(Note, { text: "hi" })
+        yield* flush(session)
+        const file = join(directory, "a%20b%2Fc.jsonl")
+        expect((yield* JsonlSessions.JsonlSessions).file("a b/c")).toBe(file)
+        expect(read(file)).toBe(
+          `{"format":"dsh-session","version":1,"sessionId":"a b/c","createdAt":0}\n` +
+            `{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"trigger":"send"}}\n` +
+            `{"type":"user/message","seq":1,"time":0,"data":{"content":[{"type":"text","text":"héllo ✓"}],"source":"user"}}\n` +
+            `{"type":"test:note","seq":2,"time":0,"data":{"text":"hi"}}\n`
+        )
+        const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("a b/c")
+        expect(loaded.header).toStrictEqual({ format: "dsh-session", version: 1, sessionId: "a b/c", createdAt: 0 })
+        expect(loaded.events).toStrictEqual(yield* session.events)
+        expect(Note.decode(loaded.events[2]!)).toStrictEqual({ text: "hi" })
+        expect(loaded.torn).toBeUndefined()
+      }))
+    ))
+
+  it.effect("appends never touch the disk; a flush returns only once the events are in the file", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const session = yield* (yield* SessionStore).create({ id: "s" })
+        const file = join(directory, "s.jsonl")
+        yield* appendMany(session, 5)
+        expect(existsSync(file)).toBe(false)
+        yield* flush(session)
+        expect(lines(file)).toHaveLength(6)
+        const before = read(file)
+        yield* appendMany(session, 7)
+        expect(read(file)).toBe(before)
+        yield* flush(session)
+        // read synchronously, right after the flush returned: no later write can have helped
+        expect(lines(file)).toHaveLength(13)
+        expect(lines(file).slice(1).map((l) => JSON.parse(l).seq)).toStrictEqual([...Array(12).keys()])
+        const after = read(file)
+        yield* flush(session)
+        expect(read(file)).toBe(after)
+      }))
+    ))
+
+  it.effect("a session flushed before its first event gets a header-only file, which loads and resumes", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "empty" }, flush))
+        expect(lines(join(directory, "empty.jsonl"))).toStrictEqual([headerOf("empty").trim()])
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("empty")
+          expect(yield* session.seq).toBe(0)
+          yield* appendMany(session, 2)
+          yield* flush(session)
+        }))
+        expect(lines(join(directory, "empty.jsonl"))).toHaveLength(3)
+      })
+    ))
+
+  it.effect("concurrent flushes of one session write every event exactly once", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const session = yield* (yield* SessionStore).create({ id: "c" })
+        yield* Effect.forEach(
+          Array.from({ length: 30 }, (_, i) => i),
+          () => Effect.andThen(appendMany(session, 4), flush(session)),
+          { concurrency: "unbounded", discard: true }
+        )
+        yield* flush(session)
+        const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("c")
+        expect(loaded.events).toStrictEqual(yield* session.events)
+        expect(loaded.events).toHaveLength(120)
+      }))
+    ))
+
+  it.effect("sessions flush concurrently, each into its own file", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const store = yield* SessionStore
+        const sessions = yield* Effect.forEach(["x", "y", "z"], (id) => store.create({ id }))
+        yield* Effect.forEach(sessions, (s) => Effect.andThen(appendMany(s, 3), flush(s)), { concurrency: "unbounded" })
+        for (const id of ["x", "y", "z"]) expect(lines(join(directory, `${id}.jsonl`))).toHaveLength(4)
+      }))
+    ))
+})
+
+describe("JsonlSessions: closing", () => {
+  it.live("a session is flushed when it closes", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const store = yield* SessionStore
+        yield* Effect.scoped(Effect.flatMap(store.create({ id: "closing" }), (s) => appendMany(s, 3)))
+        const file = join(directory, "closing.jsonl")
+        // the close is noticed by the layer's own fiber: wait for its write, bounded
+        for (let i = 0; i < 400 && lines(file).length < 4; i++) yield* Effect.sleep("5 millis")
+        expect(lines(file)).toHaveLength(4)
+      }))
+    ))
+
+  it.effect("closing the layer flushes a session that closed before the layer noticed it", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, Effect.gen(function*() {
+          const store = yield* SessionStore
+          yield* Effect.scoped(Effect.flatMap(store.create({ id: "quick" }), (s) => appendMany(s, 3)))
+        }))
+        expect(lines(join(directory, "quick.jsonl"))).toHaveLength(4)
+      })
+    ))
+
+  it.effect("closing the layer flushes the sessions that are still open", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const layerScope = yield* Scope.make()
+        const services = yield* Layer.buildWithScope(Live(directory), layerScope)
+        const session = yield* withSession({ id: "open" }, Effect.succeed).pipe(Effect.provideContext(services))
+        yield* appendMany(session, 2)
+        yield* flush(session).pipe(Effect.provideContext(services))
+        yield* appendMany(session, 3)
+        const file = join(directory, "open.jsonl")
+        expect(lines(file)).toHaveLength(3)
+        yield* Scope.close(layerScope, Exit.void)
+        expect(lines(file)).toHaveLength(6)
+        expect(yield* session.closed).toBe(false)
+      })
+    ))
+})
+
+describe("JsonlSessions: resume and fork", () => {
+  it.effect("resume continues seq and appends to the same file; the header is not rewritten", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "r" })
+          yield* session.append("turn/start", { turn: 1, trigger: "send" })
+          yield* appendMany(session, 2)
+        }))
+        const file = join(directory, "r.jsonl")
+        const header = lines(file)[0]
+        yield* TestClock.adjust("1 hour")
+        yield* persisted(directory, Effect.gen(function*() {
+          const original = yield* (yield* JsonlSessions.JsonlSessions).load("r")
+          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("r")
+          expect(session.seeded).toBe(3)
+          expect(yield* session.seq).toBe(3)
+          expect(yield* session.events).toStrictEqual(original.events)
+          const event = yield* text(session, "after resume")
+          expect(event.seq).toBe(3)
+          yield* flush(session)
+        }))
+        expect(lines(file)[0]).toBe(header)
+        expect(lines(file)).toHaveLength(5)
+        const loaded = yield* loadFile(file)
+        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2, 3])
+        expect(loaded.events[3]!.time).toBe(3_600_000)
+      })
+    ))
+
+  it.effect("resume cuts a torn last line off the file before appending", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "t" }, (s) => appendMany(s, 3)))
+        const file = join(directory, "t.jsonl")
+        const full = readFileSync(file)
+        truncateSync(file, full.length - 10)
+        const seq = yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("t")
+          yield* appendMany(session, 2)
+          yield* flush(session)
+          return yield* session.seq
+        }))
+        expect(seq).toBe(4)
+        const loaded = yield* loadFile(file)
+        expect(loaded.torn).toBeUndefined()
+        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2, 3])
+      })
+    ))
+
+  it.effect("resuming a session that is open is SESSION_EXISTS, and leaves its file alone", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const session = yield* (yield* SessionStore).create({ id: "busy" })
+        yield* appendMany(session, 2)
+        yield* flush(session)
+        const before = read(join(directory, "busy.jsonl"))
+        const error = yield* Effect.flip((yield* JsonlSessions.JsonlSessions).resume("busy"))
+        expect(error._tag).toBe("SessionExistsError")
+        expect(error.code).toBe("SESSION_EXISTS")
+        expect(read(join(directory, "busy.jsonl"))).toBe(before)
+      }))
+    ))
+
+  it.effect("resuming a session with no file is PERSISTENCE", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const error = yield* Effect.flip((yield* JsonlSessions.JsonlSessions).resume("nobody"))
+        expect(error.code).toBe("PERSISTENCE")
+        expect(error.message).toContain(join(directory, "nobody.jsonl"))
+      }))
+    ))
+
+  it.effect("a session resumed after its earlier self closed in the same layer continues the file", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const store = yield* SessionStore
+        yield* Effect.scoped(Effect.flatMap(store.create({ id: "again" }), (s) => Effect.andThen(appendMany(s, 2), flush(s))))
+        const session = yield* (yield* JsonlSessions.JsonlSessions).resume("again")
+        yield* appendMany(session, 1)
+        yield* flush(session)
+        const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("again")
+        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2])
+      }))
+    ))
+
+  it.effect("a new session whose file exists fails its flushes with PERSISTENCE and never touches the file", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "taken" }, (s) => appendMany(s, 2)))
+        const file = join(directory, "taken.jsonl")
+        const before = read(file)
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "taken" })
+          yield* appendMany(session, 3)
+          const first = yield* Effect.flip(flush(session))
+          expect(first.code).toBe("PERSISTENCE")
+          expect(first.message).toContain(file)
+          expect(first.message).toContain("exists already")
+          expect(first.message).toContain("resume")
+          const second = yield* Effect.flip(flush(session))
+          expect(second.code).toBe("PERSISTENCE")
+        }))
+        expect(read(file)).toBe(before)
+        expect(readdirSync(directory)).toStrictEqual(["taken.jsonl"])
+      })
+    ))
+
+  it.effect("a fork (a new id seeded with another session's events) writes a fresh file with all its events", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const store = yield* SessionStore
+        const source = yield* store.create({ id: "source" })
+        yield* appendMany(source, 3)
+        yield* flush(source)
+        const fork = yield* store.create({ id: "fork", seed: yield* source.events })
+        yield* text(fork, "forked")
+        yield* flush(fork)
+        const jsonl = yield* JsonlSessions.JsonlSessions
+        const loaded = yield* jsonl.load("fork")
+        expect(loaded.header.sessionId).toBe("fork")
+        expect(loaded.events).toStrictEqual(yield* fork.events)
+        expect(loaded.events).toHaveLength(4)
+        expect((yield* jsonl.load("source")).events).toHaveLength(3)
+      }))
+    ))
+})
+
+describe("JsonlSessions: load", () => {
+  it.effect("a cut anywhere in the last line loads as a torn line; a cut after a newline loads complete", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "cut" })
+          yield* appendMany(session, 2)
+          yield* text(session, "multi-byte: é ✓ 🎉 and \"quotes\" and \\ and a\nnewline")
+        }))
+        const file = join(directory, "cut.jsonl")
+        const copy = join(directory, "copy.jsonl")
+        const bytes = readFileSync(file)
+        const lastStart = bytes.lastIndexOf(0x0a, bytes.length - 2) + 1
+        expect(bytes.length - lastStart).toBeGreaterThan(100)
+        for (let cut = lastStart; cut <= bytes.length; cut++) {
+          copyFileSync(file, copy)
+          truncateSync(copy, cut)
+          const loaded = yield* loadFile(copy)
+          if (cut === bytes.length) {
+            expect(loaded.events).toHaveLength(3)
+            expect(loaded.torn).toBeUndefined()
+            expect(loaded.bytes).toBe(bytes.length)
+          } else if (cut === lastStart) {
+            expect(loaded.events).toHaveLength(2)
+            expect(loaded.torn).toBeUndefined()
+            expect(loaded.bytes).toBe(lastStart)
+          } else {
+            expect(loaded.events, `cut at ${cut}`).toHaveLength(2)
+            expect(loaded.torn).toStrictEqual({
+              line: 4,
+              text: new TextDecoder().decode(bytes.subarray(lastStart, cut)),
+              reason: "unterminated"
+            })
+            expect(loaded.bytes).toBe(lastStart)
+          }
+        }
+      })
+    ))
+
+  it.effect("an undecodable last line ending with a newline is torn too", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const file = join(directory, "u.jsonl")
+        const good = headerOf("u") + line(userEvent(0, "a"))
+        writeFileSync(file, good + "{\"type\":\"user/mess\n")
+        const loaded = yield* loadFile(file)
+        expect(loaded.events).toHaveLength(1)
+        expect(loaded.torn).toStrictEqual({ line: 3, text: "{\"type\":\"user/mess", reason: "undecodable" })
+        expect(loaded.bytes).toBe(Buffer.byteLength(good))
+      })
+    ))
+
+  const corruptCases: ReadonlyArray<{ readonly name: string; readonly content: string; readonly line: number; readonly says: string }> = [
+    {
+      name: "a malformed line in the middle",
+      content: headerOf("m") + line(userEvent(0, "a")) + "{not json\n" + line(userEvent(1, "b")),
+      line: 3,
+      says: "not JSON"
+    },
+    {
+      name: "a line that is JSON but not an event",
+      content: headerOf("m") + line(userEvent(0, "a")) + line({ type: "user/message", seq: 1 }) + line(userEvent(2, "c")),
+      line: 3,
+      says: "not a session event"
+    },
+    {
+      name: "an empty line in the middle",
+      content: headerOf("m") + line(userEvent(0, "a")) + "\n" + line(userEvent(1, "b")),
+      line: 3,
+      says: "not JSON"
+    },
+    {
+      name: "an undecodable line followed by a torn one",
+      content: headerOf("m") + line(userEvent(0, "a")) + "garbage\n{\"type\":",
+      line: 3,
+      says: "not JSON"
+    },
+    {
+      name: "a seq gap",
+      content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(2, "c")),
+      line: 3,
+      says: "expected seq 1, found seq 2"
+    },
+    {
+      name: "a repeated seq on the last line",
+      content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(1, "b")) + line(userEvent(1, "b")),
+      line: 4,
+      says: "expected seq 2, found seq 1"
+    },
+    {
+      name: "a first event that is not seq 0",
+      content: headerOf("m") + line(userEvent(1, "a")),
+      line: 2,
+      says: "expected seq 0"
+    },
+    { name: "an empty file", content: "", line: 1, says: "no header" },
+    { name: "an unterminated header", content: headerOf("m").trim(), line: 1, says: "not terminated" },
+    { name: "a header that is not JSON", content: "hello\n", line: 1, says: "bad header" },
+    {
+      name: "a header of another format",
+      content: line({ format: "other", version: 1, sessionId: "m", createdAt: 0 }),
+      line: 1,
+      says: "bad header"
+    },
+    {
+      name: "a header of a later version",
+      content: line({ format: "dsh-session", version: 2, sessionId: "m", createdAt: 0 }),
+      line: 1,
+      says: "unsupported format version 2"
+    }
+  ]
+
+  for (const c of corruptCases) {
+    it.effect(`${c.name} is CORRUPT_LOG naming the file and line ${c.line}`, () =>
+      withDirectory((directory) =>
+        Effect.gen(function*() {
+          const file = join(directory, "m.jsonl")
+          writeFileSync(file, c.content)
+          const error = yield* Effect.flip(loadFile(file))
+          expect(error._tag).toBe("CorruptLogError")
+          if (error._tag !== "CorruptLogError") return
+          expect(error.code).toBe("CORRUPT_LOG")
+          expect(error.file).toBe(file)
+          expect(error.line).toBe(c.line)
+          expect(error.message).toContain(`${file}:${c.line}:`)
+          expect(error.message).toContain(c.says)
+        })
+      ))
+  }
+
+  it.effect("a file whose header names another session is CORRUPT_LOG", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        writeFileSync(join(directory, "one.jsonl"), headerOf("two"))
+        const error = yield* Effect.flip(JsonlSessions.load(directory, "one").pipe(
+          Effect.provide(Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer))
+        ))
+        expect(error.code).toBe("CORRUPT_LOG")
+        expect(error.message).toContain("\"two\"")
+      })
+    ))
+})
+
+describe("JsonlSessions: failures", () => {
+  it.effect("a write that fails (the directory replaced by a file) is PERSISTENCE naming the file; the next flush retries", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const sessions = join(directory, "sessions")
+        const file = join(sessions, "w.jsonl")
+        yield* persisted(sessions, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "w" })
+          yield* appendMany(session, 3)
+          rmSync(sessions, { recursive: true })
+          writeFileSync(sessions, "in the way")
+          const error = yield* Effect.flip(flush(session))
+          expect(error._tag).toBe("PersistenceError")
+          expect(error.code).toBe("PERSISTENCE")
+          expect(error.sessionId).toBe("w")
+          expect(error.message).toContain(file)
+          rmSync(sessions)
+          mkdirSync(sessions)
+          yield* appendMany(session, 1)
+          yield* flush(session)
+          expect(lines(file)).toHaveLength(5)
+        }))
+      })
+    ))
+
+  it.effect("after a failed write or fsync the next flush cuts the file back and writes each event once", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const faults = { write: false, sync: false }
+        const Faulty = FaultyFs.layer((file, path) =>
+          FaultyFs.overrideFile(file, {
+            // half the buffer reaches the file, then the write fails
+            writeAll: (buffer) =>
+              faults.write
+                ? Effect.andThen(file.writeAll(buffer.subarray(0, Math.ceil(buffer.length / 2))), Effect.fail(FaultyFs.fault("writeAll", path)))
+                : file.writeAll(buffer),
+            sync: Effect.suspend(() => (faults.sync ? Effect.fail(FaultyFs.fault("sync", path)) : file.sync))
+          })
+        )
+        const Sessions = JsonlSessions.layerNoDeps({ directory }).pipe(
+          Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)),
+          Layer.provide(Layer.mergeAll(Faulty, NodePath.layer))
+        )
+        const file = join(directory, "f.jsonl")
+        yield* Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "f" })
+          yield* appendMany(session, 3)
+          yield* flush(session)
+          const durable = statSync(file).size
+
+          yield* appendMany(session, 3)
+          faults.write = true
+          const write = yield* Effect.flip(flush(session))
+          expect(write.code).toBe("PERSISTENCE")
+          expect(write.message).toContain(`cannot write ${file}`)
+          expect(statSync(file).size).toBeGreaterThan(durable)
+          faults.write = false
+          yield* flush(session)
+          expect((yield* loadFile(file)).events).toStrictEqual(yield* session.events)
+
+          yield* appendMany(session, 2)
+          faults.sync = true
+          const sync = yield* Effect.flip(flush(session))
+          expect(sync.message).toContain(`cannot fsync ${file}`)
+          faults.sync = false
+          yield* flush(session)
+          const loaded = yield* loadFile(file)
+          expect(loaded.torn).toBeUndefined()
+          expect(loaded.events).toStrictEqual(yield* session.events)
+          expect(loaded.events).toHaveLength(8)
+        }).pipe(Effect.scoped, Effect.provide(Sessions))
+      })
+    ))
+})
+
+describe("JsonlSessions: list", () => {
+  it.effect("lists the sessions of a directory with their files, sizes, event counts and last activity", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1000 millis")
+        yield* persisted(directory, Effect.gen(function*() {
+          const store = yield* SessionStore
+          const b = yield* store.create({ id: "b" })
+          const a = yield* store.create({ id: "a/1" })
+          yield* appendMany(a, 2)
+          yield* TestClock.adjust("500 millis")
+          yield* appendMany(b, 4)
+          yield* TestClock.adjust("500 millis")
+          yield* appendMany(a, 1)
+          yield* store.create({ id: "empty" })
+          yield* store.create({ id: "torn" }).pipe(Effect.tap((t) => appendMany(t, 2)))
+        }))
+        truncateSync(join(directory, "torn.jsonl"), statSync(join(directory, "torn.jsonl")).size - 3)
+        // not session files: ignored
+        writeFileSync(join(directory, "notes.txt"), "hello")
+        writeFileSync(join(directory, "b.jsonl.0123.tmp"), "")
+        const entries = yield* persisted(directory, Effect.gen(function*() {
+          return yield* (yield* JsonlSessions.JsonlSessions).list
+        }))
+        const mtime = statSync(join(directory, "empty.jsonl")).mtimeMs
+        expect(entries).toStrictEqual([
+          {
+            id: "a/1",
+            file: join(directory, "a%2F1.jsonl"),
+            bytes: statSync(join(directory, "a%2F1.jsonl")).size,
+            events: 3,
+            createdAt: 1000,
+            lastActivity: 2000,
+            torn: false
+          },
+          {
+            id: "b",
+            file: join(directory, "b.jsonl"),
+            bytes: statSync(join(directory, "b.jsonl")).size,
+            events: 4,
+            createdAt: 1000,
+            lastActivity: 1500,
+            torn: false
+          },
+          {
+            id: "empty",
+            file: join(directory, "empty.jsonl"),
+            bytes: JsonlSessions.headerLine("empty", 2000).length,
+            events: 0,
+            createdAt: 2000,
+            lastActivity: Math.floor(mtime),
+            torn: false
+          },
+          {
+            id: "torn",
+            file: join(directory, "torn.jsonl"),
+            bytes: statSync(join(directory, "torn.jsonl")).size,
+            events: 1,
+            createdAt: 2000,
+            lastActivity: 2000,
+            torn: true
+          }
+        ])
+      })
+    ))
+
+  it.effect("a file in the directory without a valid header is CORRUPT_LOG", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        writeFileSync(join(directory, "x.jsonl"), "{}\n")
+        const error = yield* Effect.flip(
+          JsonlSessions.list(directory).pipe(Effect.provide(Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)))
+        )
+        expect(error.code).toBe("CORRUPT_LOG")
+        expect(error.message).toContain(join(directory, "x.jsonl"))
+      })
+    ))
+})
