@@ -1,0 +1,339 @@
+/**
+ * A tool: a name, a description the model reads, the parameters it takes and an Effect that
+ * runs it.
+ *
+ * {@link make} defines a tool from a `Schema.Struct`: its body receives the decoded arguments
+ * (no casts), fails only with harness errors (each carries a catalog code, which the tool
+ * result reports), and may require services, which flow into the Layer that registers it. The
+ * JSON Schema the model sees is generated from the same Struct ({@link wireSchema}), so what
+ * the model is told and what the decoder accepts cannot drift apart.
+ *
+ * {@link fromJsonSchema} defines a tool from a raw JSON Schema (how MCP tools arrive): its
+ * arguments are parsed but not decoded; the tool validates its own input.
+ *
+ * A definition is a plain value. It is checked (name, parameters) when it is registered.
+ *
+ * @since 0.1.0
+ */
+import type { Content, HarnessError, ModelRequest } from "@dsh/llm"
+import { Duration, type Effect, Option, Predicate, Result, Schema } from "effect"
+import { isEmptyStruct } from "./internal/json.ts"
+import { InvalidToolError } from "./ToolError.ts"
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export const TypeId: TypeId = "~@dsh/tools/Tool"
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export type TypeId = "~@dsh/tools/Tool"
+
+/**
+ * What a tool body returns: plain text, or content blocks (text, images, custom blocks).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Output = string | ReadonlyArray<Content.ToolResultContent>
+
+/**
+ * What decoding does with keys the parameter Schema does not declare: `"reject"` them (an
+ * `INVALID_ARGS` result naming each one) or `"ignore"` them (they are dropped before the body
+ * runs). The default is `"reject"`; see docs/adr/0009-excess-tool-arguments.md.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ExcessKeys = "reject" | "ignore"
+
+/**
+ * The Schemas a tool's parameters may be: a struct whose decoding needs no services.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ParametersSchema = Schema.Struct<Schema.Struct.Fields> & { readonly DecodingServices: never }
+
+/**
+ * How a tool describes its parameters: a Schema (arguments are decoded through it) or a raw
+ * JSON Schema (arguments are passed through as parsed JSON).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Parameters =
+  | { readonly _tag: "Schema"; readonly schema: ParametersSchema; readonly excessKeys: ExcessKeys }
+  | { readonly _tag: "JsonSchema"; readonly jsonSchema: Schema.JsonObject }
+
+/**
+ * A tool whose body takes `Args`, may fail with `E` and requires `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Tool<Args, E extends HarnessError.HarnessError = never, R = never> {
+  readonly [TypeId]: TypeId
+  readonly name: string
+  readonly description: string
+  readonly parameters: Parameters
+  /** May run in parallel with other concurrency-safe calls of the same step (read-only tools). */
+  readonly concurrencySafe: boolean
+  /** A call running longer is interrupted and answered with `TOOL_TIMEOUT`. */
+  readonly timeout: Option.Option<Duration.Duration>
+  readonly execute: (args: Args) => Effect.Effect<Output, E, R>
+}
+
+/**
+ * Any tool, whatever its arguments, errors and requirements. (`any` for the arguments: a tool
+ * is contravariant in them, so no other type would admit every tool.)
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Any extends Tool<any, HarnessError.HarnessError, any> {}
+
+/**
+ * The services a tool (or a union of tools) requires.
+ *
+ * @since 0.1.0
+ * @category type-level
+ */
+export type Requirements<T> = T extends Tool<any, any, infer R> ? R : never
+
+/**
+ * The errors a tool (or a union of tools) may fail with.
+ *
+ * @since 0.1.0
+ * @category type-level
+ */
+export type Errors<T> = T extends Tool<any, infer E, any> ? E : never
+
+/**
+ * The decoded arguments of a tool.
+ *
+ * @since 0.1.0
+ * @category type-level
+ */
+export type Args<T> = T extends Tool<infer A, any, any> ? A : never
+
+/**
+ * Options shared by both kinds of tool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CommonOptions {
+  /** What the tool does, for the model. */
+  readonly description: string
+  /** Whether calls may run in parallel with other concurrency-safe calls. Defaults to `false`. */
+  readonly concurrencySafe?: boolean | undefined
+  /** How long a call may run before it is interrupted. No timeout by default. */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/**
+ * Defines a tool whose arguments decode through a `Schema.Struct`.
+ *
+ * `execute` receives the decoded arguments. Its failures must be harness errors (classes made
+ * with `HarnessError.fields(code)`), so every failure reaches the model with a code; its
+ * requirements `R` must be provided where the tool is registered.
+ *
+ * Choose Schemas whose JSON Schema says exactly what they accept:
+ *
+ * - numbers: `Schema.Finite` or `Schema.Int`, not `Schema.Number`, whose JSON form also admits
+ *   the strings `"NaN"`, `"Infinity"` and `"-Infinity"` and loses its checks;
+ * - string lengths: `Schema.isMinCodePoints`/`Schema.isMaxCodePoints` (or `NonEmptyString`).
+ *   `isMinLength`/`isMaxLength` count UTF-16 code units, JSON Schema counts code points, so
+ *   Effect publishes `isMinLength(n)` as `minLength: ⌈n/2⌉`;
+ * - no nested `Schema.Struct({})`: Effect reads it as TypeScript's `{}`, any value but null
+ *   (only the top-level empty struct, a tool without arguments, is made an empty object).
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@dsh/tools"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make("add", {
+ *   description: "Adds two integers",
+ *   parameters: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
+ *   execute: ({ a, b }) => Effect.succeed(String(a + b))
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <S extends ParametersSchema, E extends HarnessError.HarnessError = never, R = never>(
+  name: string,
+  options: CommonOptions & {
+    /** The arguments, as a struct. Field descriptions (`.annotate({ description })`) reach the model. */
+    readonly parameters: S
+    /** Excess keys: rejected (the default) or ignored. */
+    readonly excessKeys?: ExcessKeys | undefined
+    readonly execute: (args: S["Type"]) => Effect.Effect<Output, E, R>
+  }
+): Tool<S["Type"], E, R> => ({
+  [TypeId]: TypeId,
+  name,
+  description: options.description,
+  parameters: { _tag: "Schema", schema: options.parameters, excessKeys: options.excessKeys ?? "reject" },
+  concurrencySafe: options.concurrencySafe ?? false,
+  timeout: options.timeout === undefined ? Option.none() : Option.some(Duration.fromInputUnsafe(options.timeout)),
+  execute: options.execute
+})
+
+/**
+ * Defines a tool from a raw JSON Schema (an MCP tool, say). Its arguments are parsed from JSON
+ * and passed through undecoded: the tool validates its own input. It is never listed as
+ * strict, since nothing here enforces its schema.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromJsonSchema = <E extends HarnessError.HarnessError = never, R = never>(
+  name: string,
+  options: CommonOptions & {
+    /** A JSON Schema of type `"object"`. */
+    readonly parameters: Schema.JsonObject
+    readonly execute: (args: Schema.Json) => Effect.Effect<Output, E, R>
+  }
+): Tool<Schema.Json, E, R> => ({
+  [TypeId]: TypeId,
+  name,
+  description: options.description,
+  parameters: { _tag: "JsonSchema", jsonSchema: options.parameters },
+  concurrencySafe: options.concurrencySafe ?? false,
+  timeout: options.timeout === undefined ? Option.none() : Option.some(Duration.fromInputUnsafe(options.timeout)),
+  execute: options.execute
+})
+
+/**
+ * Whether a value is a tool.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isTool = (u: unknown): u is Any => Predicate.hasProperty(u, TypeId)
+
+/**
+ * The names providers accept for tools.
+ *
+ * @since 0.1.0
+ * @category validation
+ */
+export const namePattern = /^[a-zA-Z0-9_-]{1,64}$/
+
+/**
+ * Checks a tool's name against {@link namePattern}.
+ *
+ * @since 0.1.0
+ * @category validation
+ */
+export const validateName = (name: string): Result.Result<string, InvalidToolError> =>
+  namePattern.test(name) ? Result.succeed(name) : Result.fail(
+    new InvalidToolError({
+      tool: name,
+      reason: "name",
+      message: `Tool name ${JSON.stringify(name)} is invalid: a tool name must be 1 to 64 characters, ` +
+        "each a letter, a digit, '_' or '-' (providers reject any other name)"
+    })
+  )
+
+/**
+ * Options for {@link wireSchema}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WireSchemaOptions {
+  /**
+   * The strict variant: `additionalProperties: false` on every object and `strict: true`, for
+   * providers that enforce the schema while sampling. Raw JSON Schema tools are never strict.
+   */
+  readonly strict?: boolean | undefined
+}
+
+/**
+ * The tool as the model sees it: name, description and the JSON Schema of its arguments,
+ * generated from the parameter Schema (a plain draft 2020-12 object without `$schema`,
+ * everything inlined, descriptions kept, optional keys not required, literal sets as `enum`).
+ *
+ * The non-strict variant says what decoding accepts: `additionalProperties` is `false` on
+ * every object when the tool rejects excess keys and `true` when it ignores them.
+ *
+ * Fails with `InvalidToolError` when the name is not one providers accept or the parameters
+ * are not an object schema.
+ *
+ * @since 0.1.0
+ * @category wire schema
+ */
+export const wireSchema = (
+  tool: Any,
+  options?: WireSchemaOptions
+): Result.Result<ModelRequest.ToolSchema, InvalidToolError> =>
+  Result.flatMap(validateName(tool.name), () => {
+    const strict = options?.strict === true && tool.parameters._tag === "Schema"
+    return Result.map(
+      parametersJsonSchema(tool, strict),
+      (parameters): ModelRequest.ToolSchema =>
+        strict
+          ? { name: tool.name, description: tool.description, parameters, strict: true }
+          : { name: tool.name, description: tool.description, parameters }
+    )
+  })
+
+const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.JsonObject, InvalidToolError> => {
+  const parameters = tool.parameters
+  let json: Schema.JsonObject
+  if (parameters._tag === "JsonSchema") {
+    json = parameters.jsonSchema
+  } else {
+    try {
+      const document = Schema.toJsonSchemaDocument(parameters.schema, {
+        // Inline identified schemas too: a provider reads one self-contained object.
+        referencePolicy: () => undefined,
+        onExcessProperty: strict || parameters.excessKeys === "reject" ? "error" : "ignore"
+      })
+      // The document is built from JSON values only; its type is just wider than that.
+      let schema = document.schema as Schema.JsonObject
+      if (isEmptyStruct(parameters.schema.ast)) {
+        const { not: _, ...annotations } = schema
+        schema = {
+          type: "object",
+          properties: {},
+          additionalProperties: !(strict || parameters.excessKeys === "reject"),
+          ...annotations
+        }
+      }
+      // Recursive schemas cannot be inlined and keep their definitions.
+      json = Object.keys(document.definitions).length > 0
+        ? { ...schema, $defs: document.definitions as Schema.JsonObject }
+        : schema
+    } catch (cause) {
+      return Result.fail(invalidParameters(tool.name, `its JSON Schema cannot be generated: ${String(cause)}`, cause))
+    }
+  }
+  // Raw schemas come from outside (an MCP server): check their shape rather than trust it.
+  if (!Predicate.isObject(json) || json["type"] !== "object") {
+    const type = Predicate.isObject(json) ? json["type"] : undefined
+    return Result.fail(invalidParameters(
+      tool.name,
+      `the parameters must be a JSON Schema of type "object", got ${
+        type === undefined ? "a schema without a type" : `type ${JSON.stringify(type)}`
+      }`
+    ))
+  }
+  return Result.succeed(json)
+}
+
+const invalidParameters = (tool: string, why: string, cause?: unknown) =>
+  new InvalidToolError({
+    tool,
+    reason: "parameters",
+    message: `Tool "${tool}" has invalid parameters: ${why}`,
+    ...(cause === undefined ? {} : { cause })
+  })

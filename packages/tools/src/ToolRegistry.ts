@@ -1,0 +1,296 @@
+/**
+ * The tool registry: the tools a program offers the model, their wire schemas, and the one
+ * place tool calls are executed.
+ *
+ * - **Registration is scoped**: `register` checks the definition (`INVALID_TOOL`), refuses a
+ *   taken name (`DUPLICATE_TOOL`) and adds the tool until the registering scope closes. The
+ *   tool's requirements are taken from the registering context, so a tool that needs a service
+ *   cannot be registered where that service is missing (it does not compile).
+ * - **`schemas`** lists the wire schemas in registration order, for prompt assembly, plain or
+ *   strict.
+ * - **`execute(call)` never fails and never dies.** It runs the call through the execution
+ *   middleware, then looks the tool up, decodes the arguments and runs the body. Whatever goes
+ *   wrong becomes an `isError` result with readable text and `error: {tag, code}`:
+ *
+ * | what happened | code |
+ * |---|---|
+ * | no tool has the call's name | `UNKNOWN_TOOL` (the text names the registered tools) |
+ * | the arguments are not JSON, or do not decode | `INVALID_ARGS` |
+ * | the body failed with a typed error | that error's own code and message |
+ * | the body threw or died | `TOOL_FAILED` (the defect's message, no stack trace) |
+ * | the body ran longer than the tool's timeout | `TOOL_TIMEOUT` |
+ * | the body was interrupted from inside | `ABORTED` |
+ * | a middleware vetoed the call | `TOOL_DENIED` (by convention, see `ToolMiddleware.deny`) |
+ * | a middleware threw, died or failed | `MIDDLEWARE` (naming the middleware) |
+ *
+ *   The result always carries the call's own id. Each call runs in a scope of its own, so
+ *   what a body acquires is released when the call ends, however it ends. Interrupting
+ *   `execute` itself (an abort of the step) interrupts the call; the loop answers such calls
+ *   with `ToolResult.aborted`.
+ * - Every execution runs in a `Tool.execute` span with the attributes `dsh.tool`,
+ *   `dsh.tool.call_id` and, for a failed call, `dsh.tool.error_code`.
+ *
+ * @since 0.1.0
+ */
+import { type Content, HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { Cause, Context, Duration, Effect, Layer, Option, Result, type Scope } from "effect"
+import { describeDefect, suggest } from "./internal/text.ts"
+import * as Tool from "./Tool.ts"
+import * as ToolArgs from "./ToolArgs.ts"
+import {
+  AbortedError,
+  DuplicateToolError,
+  type RegistrationError,
+  ToolFailedError,
+  ToolTimeoutError,
+  UnknownToolError
+} from "./ToolError.ts"
+import type { ToolMiddleware } from "./ToolMiddleware.ts"
+import * as ToolResult from "./ToolResult.ts"
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class ToolRegistry extends Context.Service<ToolRegistry, {
+  /**
+   * Registers a tool until the current scope closes. Fails with `InvalidToolError` for a bad
+   * name or non-object parameters and with `DuplicateToolError` for a taken name. The tool's
+   * requirements `R` are captured here and provided to every call of it, except `Scope`:
+   * each call runs in a scope of its own, closed when the call ends.
+   */
+  readonly register: <A, E extends HarnessError.HarnessError, R>(
+    tool: Tool.Tool<A, E, R>
+  ) => Effect.Effect<void, RegistrationError, Scope.Scope | R>
+  /** The wire schemas of the registered tools, in registration order. */
+  readonly schemas: (options?: Tool.WireSchemaOptions) => Effect.Effect<ReadonlyArray<ModelRequest.ToolSchema>>
+  /** The registered tool of a name. */
+  readonly lookup: (name: string) => Effect.Effect<Option.Option<Tool.Any>>
+  /** The registered names, in registration order. */
+  readonly names: Effect.Effect<ReadonlyArray<string>>
+  /** Executes a call. Never fails, never dies; see the module documentation. */
+  readonly execute: (call: Content.ToolCallBlock) => Effect.Effect<Content.ToolResultBlock>
+  /** Registers an execution middleware until the current scope closes. */
+  readonly use: (middleware: ToolMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /** The registered execution middleware, outermost first. */
+  readonly middleware: Effect.Effect<ReadonlyArray<ToolMiddleware>>
+}>()("@dsh/tools/ToolRegistry") {
+  /**
+   * An empty registry.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<ToolRegistry> = Layer.effect(ToolRegistry, Effect.sync(() => makeUnsafe()))
+
+  /**
+   * Makes an empty registry outside of a Layer (a benchmark, a one-off script).
+   *
+   * @since 0.1.0
+   */
+  static readonly make: Effect.Effect<ToolRegistry["Service"]> = Effect.sync(() => makeUnsafe())
+}
+
+interface Entry {
+  readonly tool: Tool.Any
+  readonly schema: ModelRequest.ToolSchema
+  readonly strictSchema: ModelRequest.ToolSchema
+  readonly decode: ToolArgs.Decoder<unknown>
+  /** The registering context: it holds the services the tool requires (whatever they are). */
+  readonly context: Context.Context<any>
+}
+
+const makeUnsafe = (): ToolRegistry["Service"] => {
+  // A Map keeps insertion order: schemas are listed in registration order.
+  const tools = new Map<string, Entry>()
+  const chain = Middleware.make<Content.ToolCallBlock, Effect.Effect<Content.ToolResultBlock>>({
+    suspend: Effect.suspend
+  })
+  // `chain.current()` holds the containing wrappers; callers get back what they registered.
+  const originals = new WeakMap<ToolMiddleware, ToolMiddleware>()
+
+  const register = <A, E extends HarnessError.HarnessError, R>(
+    tool: Tool.Tool<A, E, R>
+  ): Effect.Effect<void, RegistrationError, Scope.Scope | R> =>
+    Effect.gen(function*() {
+      const schema = yield* Effect.fromResult(Tool.wireSchema(tool))
+      const strictSchema = yield* Effect.fromResult(Tool.wireSchema(tool, { strict: true }))
+      const context = yield* Effect.context<R>()
+      const entry: Entry = {
+        tool,
+        schema,
+        strictSchema,
+        decode: ToolArgs.decoder(tool),
+        context
+      }
+      yield* Effect.acquireRelease(
+        Effect.suspend(() => {
+          if (tools.has(tool.name)) {
+            return Effect.fail(
+              new DuplicateToolError({
+                tool: tool.name,
+                message: `Tool "${tool.name}" is already registered; tool names must be unique`
+              })
+            )
+          }
+          tools.set(tool.name, entry)
+          return Effect.void
+        }),
+        () =>
+          Effect.sync(() => {
+            // Only our own entry: the name may have been freed and taken again meanwhile.
+            if (tools.get(tool.name) === entry) tools.delete(tool.name)
+          })
+      )
+    })
+
+  const terminal = (call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
+    // Nothing here should throw; if something does, it must not escape as a defect of `next`,
+    // which the innermost middleware's containment would blame on that middleware.
+    try {
+      const entry = tools.get(call.name)
+      if (entry === undefined) return Effect.succeed(ToolResult.failure(call, unknownTool(call.name, [...tools.keys()])))
+      const decoded = entry.decode(call.arguments)
+      if (Result.isFailure(decoded)) return Effect.succeed(ToolResult.failure(call, decoded.failure))
+      return run(entry, call, decoded.success)
+    } catch (defect) {
+      return Effect.succeed(ToolResult.failure(call, bodyFailure(call.name, Cause.die(defect))))
+    }
+  }
+
+  const use = (middleware: ToolMiddleware) => {
+    const contained = contain(middleware)
+    originals.set(contained, middleware)
+    return chain.register(contained)
+  }
+
+  const execute = (call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> =>
+    chain.apply(call, terminal).pipe(
+      // The last line of defence: everything inside is contained already, so this only turns
+      // a bug of ours into an answer instead of a dead agent.
+      Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, bodyFailure(call.name, cause)))),
+      Effect.flatMap((result) => {
+        const answered = result.toolCallId === call.id ? result : { ...result, toolCallId: call.id }
+        return answered.error === undefined
+          ? Effect.succeed(answered)
+          : Effect.as(Effect.annotateCurrentSpan("dsh.tool.error_code", answered.error.code), answered)
+      }),
+      Effect.withSpan(
+        "Tool.execute",
+        { attributes: { "dsh.tool": call.name, "dsh.tool.call_id": call.id } },
+        // The call site would always be this line: not worth an Error per call.
+        { captureStackTrace: false }
+      )
+    )
+
+  return ToolRegistry.of({
+    register,
+    schemas: (options) =>
+      Effect.sync(() => Array.from(tools.values(), (e) => (options?.strict === true ? e.strictSchema : e.schema))),
+    lookup: (name) => Effect.sync(() => Option.map(Option.fromUndefinedOr(tools.get(name)), (e) => e.tool)),
+    names: Effect.sync(() => [...tools.keys()]),
+    execute,
+    use,
+    middleware: Effect.sync(() => chain.current().map((m) => originals.get(m) ?? m))
+  })
+}
+
+const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.Effect<Content.ToolResultBlock> => {
+  const name = entry.tool.name
+  // Suspended: a body that throws before returning its Effect is a defect like any other.
+  // The caller's context wins over the registering one, so its clock, tracer and current span
+  // apply; the registering context supplies the services the tool requires.
+  // Each call gets its own Scope: what a body acquires is released when the call ends, also
+  // on a timeout or an interruption, never at the end of the registration.
+  const body: Effect.Effect<Tool.Output, unknown> = Effect.scoped(Effect.suspend(() => entry.tool.execute(args))).pipe(
+    Effect.updateContext((context: Context.Context<never>) => Context.merge(entry.context, context))
+  )
+  const onFailure = (cause: Cause.Cause<unknown>) => ToolResult.failure(call, bodyFailure(name, cause))
+  const timeout = entry.tool.timeout
+  if (Option.isNone(timeout)) {
+    return Effect.matchCause(body, { onSuccess: (output) => answer(call, output), onFailure })
+  }
+  return Effect.matchCause(Effect.timeoutOption(body, timeout.value), {
+    onSuccess: (output) =>
+      Option.isSome(output)
+        ? answer(call, output.value)
+        : ToolResult.failure(
+          call,
+          new ToolTimeoutError({
+            tool: name,
+            timeoutMillis: Duration.toMillis(timeout.value),
+            message: `Tool "${name}" timed out after ${Duration.format(timeout.value)} and was stopped`
+          })
+        ),
+    onFailure
+  })
+}
+
+// Types rule out anything but text or content blocks, but raw tools wrap code we do not own.
+const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolResultBlock =>
+  typeof output === "string" || Array.isArray(output)
+    ? ToolResult.success(call, output)
+    : ToolResult.failure(
+      call,
+      new ToolFailedError({
+        tool: call.name,
+        message: `Tool "${call.name}" failed: it returned neither text nor content blocks`
+      })
+    )
+
+const bodyFailure = (tool: string, cause: Cause.Cause<unknown>): HarnessError.HarnessError => {
+  const failure = cause.reasons.find(Cause.isFailReason)
+  if (failure !== undefined) {
+    return HarnessError.isHarnessError(failure.error) ? failure.error : new ToolFailedError({
+      tool,
+      message: `Tool "${tool}" failed: ${describeDefect(failure.error)}`,
+      cause: failure.error
+    })
+  }
+  const die = cause.reasons.find(Cause.isDieReason)
+  if (die !== undefined) {
+    return new ToolFailedError({ tool, message: `Tool "${tool}" failed: ${describeDefect(die.defect)}`, cause: die.defect })
+  }
+  return new AbortedError({ tool, message: `Tool "${tool}" was interrupted before it finished` })
+}
+
+const unknownTool = (tool: string, available: ReadonlyArray<string>): UnknownToolError => {
+  const meant = suggest(tool, available)
+  const message = available.length === 0
+    ? `Unknown tool "${tool}": no tools are available`
+    : `Unknown tool "${tool}"${meant === undefined ? "." : `, did you mean "${meant}"?`} Available tools: ${
+      available.join(", ")
+    }`
+  return new UnknownToolError({ tool, available, message })
+}
+
+// Each middleware is contained on its own. The `next` it receives is the contained rest of the
+// chain, which never fails or dies, so whatever escapes a middleware's output is its own doing
+// and is blamed on it by name.
+const contain = (middleware: ToolMiddleware): ToolMiddleware => ({
+  name: middleware.name,
+  ...(middleware.order === undefined ? {} : { order: middleware.order }),
+  around: (call, next) =>
+    Effect.suspend(() => middleware.around(call, next)).pipe(
+      Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, middlewareFailure(middleware.name, call, cause))))
+    )
+})
+
+const middlewareFailure = (
+  middleware: string,
+  call: Content.ToolCallBlock,
+  cause: Cause.Cause<unknown>
+): HarnessError.HarnessError => {
+  if (Cause.hasInterruptsOnly(cause)) {
+    return new AbortedError({
+      tool: call.name,
+      message: `Tool "${call.name}" was interrupted by middleware "${middleware}" before it finished`
+    })
+  }
+  const reason = cause.reasons.find((r) => Cause.isFailReason(r) || Cause.isDieReason(r))
+  const defect = reason === undefined ? undefined : Cause.isFailReason(reason) ? reason.error : reason.defect
+  return new Middleware.MiddlewareError({
+    middleware,
+    message: `Middleware "${middleware}" failed while handling a call to tool "${call.name}": ${describeDefect(defect)}`,
+    cause: defect
+  })
+}

@@ -1,0 +1,399 @@
+import { Content, type HarnessError, LlmError } from "@dsh/llm"
+import { Tool, ToolErrors, ToolRegistry, ToolResult, Tools } from "@dsh/tools"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Layer, Option, Result, Schema, Scope, Tracer } from "effect"
+import { TestClock } from "effect/testing"
+import { bash, call, Files, readFile, registryWith } from "./fixtures.ts"
+
+const simple = (
+  name: string,
+  execute: () => Effect.Effect<Tool.Output, HarnessError.HarnessError>,
+  options: Partial<Tool.CommonOptions> = {}
+) =>
+  Tool.make(name, { description: `the ${name} tool`, parameters: Schema.Struct({}), ...options, execute })
+
+const failed = (id: string, text: string, tag: string, code: string): Content.ToolResultBlock => ({
+  type: "tool-result",
+  toolCallId: id as Content.ToolResultBlock["toolCallId"],
+  content: [{ type: "text", text }],
+  isError: true,
+  error: { tag, code }
+})
+
+const execute = (c: Content.ToolCallBlock) => ToolRegistry.use((registry) => registry.execute(c))
+
+describe("ToolRegistry: registration", () => {
+  it.effect("registers tools, lists their schemas in registration order, looks them up", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      expect(yield* registry.names).toStrictEqual(["bash", "read_file"])
+      const schemas = yield* registry.schemas()
+      expect(schemas.map((s) => s.name)).toStrictEqual(["bash", "read_file"])
+      expect(schemas).toStrictEqual([Result.getOrThrow(Tool.wireSchema(bash)), Result.getOrThrow(Tool.wireSchema(readFile))])
+      const strict = yield* registry.schemas({ strict: true })
+      expect(strict).toStrictEqual([
+        Result.getOrThrow(Tool.wireSchema(bash, { strict: true })),
+        Result.getOrThrow(Tool.wireSchema(readFile, { strict: true }))
+      ])
+      expect(strict.every((s) => s.strict === true)).toBe(true)
+      expect(yield* registry.lookup("bash")).toStrictEqual(Option.some(bash))
+      expect(yield* registry.lookup("nope")).toStrictEqual(Option.none())
+    }).pipe(Effect.provide(registryWith(bash, readFile).pipe(Layer.provide(Files.layer({}))))))
+
+  it.effect("closing the registering scope unregisters; the name can be taken again", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const scope = yield* Scope.make()
+      const echo = simple("echo", () => Effect.succeed("first"))
+      yield* registry.register(echo).pipe(Scope.provide(scope))
+      yield* registry.register(simple("later", () => Effect.succeed("")))
+      expect(yield* registry.names).toStrictEqual(["bash", "echo", "later"])
+      expect(ToolResult.textOf(yield* registry.execute(call("echo", "")))).toBe("first")
+
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* registry.names).toStrictEqual(["bash", "later"])
+      expect(yield* registry.lookup("echo")).toStrictEqual(Option.none())
+      expect((yield* registry.execute(call("echo", ""))).error?.code).toBe("UNKNOWN_TOOL")
+
+      // re-registered, it is listed last
+      yield* registry.register(simple("echo", () => Effect.succeed("second")))
+      expect(yield* registry.names).toStrictEqual(["bash", "later", "echo"])
+      expect(ToolResult.textOf(yield* registry.execute(call("echo", "")))).toBe("second")
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("a duplicate name is a DuplicateToolError, and the first registration stays", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const error = yield* Effect.flip(registry.register(simple("bash", () => Effect.succeed("impostor"))))
+      expect(error).toBeInstanceOf(ToolErrors.DuplicateToolError)
+      expect(error.code).toBe("DUPLICATE_TOOL")
+      expect(error.message).toBe(`Tool "bash" is already registered; tool names must be unique`)
+      expect(yield* registry.lookup("bash")).toStrictEqual(Option.some(bash))
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("an invalid tool is refused at registration with InvalidToolError", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const error = yield* Effect.flip(registry.register(simple("read file", () => Effect.succeed(""))))
+      expect(error).toBeInstanceOf(ToolErrors.InvalidToolError)
+      expect(error.code).toBe("INVALID_TOOL")
+      expect(yield* registry.names).toStrictEqual([])
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("Tools.layer registers all or nothing", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const scope = yield* Scope.make()
+      const built = yield* Effect.exit(
+        Layer.buildWithScope(Tools.layer(simple("a", () => Effect.succeed("")), bash, simple("bash", () => Effect.succeed(""))), scope)
+          .pipe(Effect.provideService(ToolRegistry, registry))
+      )
+      expect(Exit.isFailure(built)).toBe(true)
+      expect(yield* registry.names).toStrictEqual([])
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+})
+
+describe("ToolRegistry.execute", () => {
+  it.effect("success: text becomes a text block, the result answers the call's id", () =>
+    Effect.gen(function*() {
+      const result = yield* execute(call("bash", { command: "ls", mode: "read" }, "call-42"))
+      expect(result).toStrictEqual({
+        type: "tool-result",
+        toolCallId: "call-42",
+        content: [{ type: "text", text: "read: ls" }],
+        isError: false
+      })
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("success: content blocks are passed as they are", () =>
+    Effect.gen(function*() {
+      const blocks = [Content.text("a chart:"), Content.image("image/png", "iVBOR")]
+      const result = yield* execute(call("chart", ""))
+      expect(result).toStrictEqual({ type: "tool-result", toolCallId: "call-1", content: blocks, isError: false })
+    }).pipe(Effect.provide(registryWith(simple("chart", () => Effect.succeed([Content.text("a chart:"), Content.image("image/png", "iVBOR")]))))))
+
+  it.effect("the tool's services come from where it was registered", () =>
+    Effect.gen(function*() {
+      const result = yield* execute(call("read_file", { path: "/etc/motd" }))
+      expect(result.isError).toBe(false)
+      expect(ToolResult.textOf(result)).toBe("welcome")
+    }).pipe(Effect.provide(registryWith(readFile).pipe(Layer.provide(Files.layer({ "/etc/motd": "welcome" }))))))
+
+  it.effect("each call runs in its own scope, closed when the call ends (also on a timeout)", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const registry = yield* ToolRegistry
+      const resource = (name: string) =>
+        Effect.acquireRelease(
+          Effect.sync(() => log.push(`open ${name}`)),
+          () => Effect.sync(() => void log.push(`close ${name}`))
+        )
+      yield* registry.register(
+        Tool.make("uses", {
+          description: "x",
+          parameters: Schema.Struct({ name: Schema.String }),
+          execute: ({ name }) => Effect.as(resource(name), `used ${name}`)
+        })
+      )
+      yield* registry.register(
+        Tool.make("hangs", {
+          description: "x",
+          parameters: Schema.Struct({}),
+          timeout: "1 second",
+          execute: () => Effect.andThen(resource("h"), Effect.never)
+        })
+      )
+      expect(ToolResult.textOf(yield* registry.execute(call("uses", { name: "a" })))).toBe("used a")
+      expect(log).toStrictEqual(["open a", "close a"])
+      yield* registry.execute(call("uses", { name: "b" }))
+      expect(log).toStrictEqual(["open a", "close a", "open b", "close b"])
+
+      log.length = 0
+      const fiber = yield* Effect.forkChild(registry.execute(call("hangs", "")))
+      yield* TestClock.adjust("1 second")
+      expect((yield* Fiber.join(fiber)).error?.code).toBe("TOOL_TIMEOUT")
+      expect(log).toStrictEqual(["open h", "close h"])
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("unknown tool: UNKNOWN_TOOL naming the tools that exist (and the likely one)", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("bsh", { command: "ls" }))).toStrictEqual(
+        failed("call-1", `Unknown tool "bsh", did you mean "bash"? Available tools: bash, read_file`, "UnknownToolError", "UNKNOWN_TOOL")
+      )
+      expect(yield* execute(call("write_file", {}))).toStrictEqual(
+        failed("call-1", `Unknown tool "write_file". Available tools: bash, read_file`, "UnknownToolError", "UNKNOWN_TOOL")
+      )
+    }).pipe(Effect.provide(registryWith(bash, readFile).pipe(Layer.provide(Files.layer({}))))))
+
+  it.effect("unknown tool with nothing registered", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("bash", {}))).toStrictEqual(
+        failed("call-1", `Unknown tool "bash": no tools are available`, "UnknownToolError", "UNKNOWN_TOOL")
+      )
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("invalid arguments: INVALID_ARGS with every violation, and the body does not run", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const counted = Tool.make("bash", {
+        description: "x",
+        parameters: Schema.Struct({ command: Schema.String, mode: Schema.Literals(["read", "write"]) }),
+        execute: () => Effect.sync(() => ++runs).pipe(Effect.as("ran"))
+      })
+      const registry = yield* ToolRegistry
+      yield* registry.register(counted)
+      expect(yield* registry.execute(call("bash", { command: 1, mode: "exec" }))).toStrictEqual(
+        failed(
+          "call-1",
+          [
+            `Invalid arguments for tool "bash" (2 problems):`,
+            `- at command: Expected string, got 1`,
+            `- at mode: Expected "read" | "write", got "exec"`
+          ].join("\n"),
+          "ToolArgsError",
+          "INVALID_ARGS"
+        )
+      )
+      expect(yield* registry.execute(call("bash", `{"command": "ls"`))).toStrictEqual(
+        failed(
+          "call-1",
+          [
+            `Invalid arguments for tool "bash": the arguments are not valid JSON: expected ',' or '}', found the end of the input at line 1, column 17:`,
+            `{"command": "ls"`,
+            `                ^`
+          ].join("\n"),
+          "ToolArgsError",
+          "INVALID_ARGS"
+        )
+      )
+      expect(runs).toBe(0)
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("a typed failure of the body: its own tag, code and message", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("read_file", { path: "/nope" }))).toStrictEqual(
+        failed("call-1", "No such file: /nope", "FileMissing", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("summarize", ""))).toStrictEqual(
+        failed("call-1", "slow down", "LlmRateLimitError", "LLM_RATE_LIMIT")
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          readFile,
+          simple("summarize", () => Effect.fail(new LlmError.LlmRateLimitError({ message: "slow down", retryAfterMillis: 500 })))
+        ).pipe(Layer.provide(Files.layer({})))
+      )
+    ))
+
+  it.effect("a defect of the body: TOOL_FAILED with the message and no stack trace", () =>
+    Effect.gen(function*() {
+      const died = yield* execute(call("dies", ""))
+      expect(died).toStrictEqual(failed("call-1", `Tool "dies" failed: TypeError: x.map is not a function`, "ToolFailedError", "TOOL_FAILED"))
+      expect(ToolResult.textOf(died)).not.toContain("    at ")
+      expect(yield* execute(call("throws", ""))).toStrictEqual(
+        failed("call-1", `Tool "throws" failed: disk on fire`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("throwsEarly", ""))).toStrictEqual(
+        failed("call-1", `Tool "throwsEarly" failed: RangeError: before any Effect`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("throwsString", ""))).toStrictEqual(
+        failed("call-1", `Tool "throwsString" failed: just a string`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("throwsObject", ""))).toStrictEqual(
+        failed("call-1", `Tool "throwsObject" failed: {"errno":-2}`, "ToolFailedError", "TOOL_FAILED")
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("dies", () => Effect.die(new TypeError("x.map is not a function"))),
+          simple("throws", () =>
+            Effect.gen(function*() {
+              yield* Effect.void
+              throw new Error("disk on fire")
+            })),
+          simple("throwsEarly", () => {
+            throw new RangeError("before any Effect")
+          }),
+          simple("throwsString", () => Effect.die("just a string")),
+          simple("throwsObject", () => Effect.die({ errno: -2 }))
+        )
+      )
+    ))
+
+  it.effect("a parameter Schema whose check throws is the tool's defect, not the middleware's", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.register(
+        Tool.make("fragile", {
+          description: "x",
+          parameters: Schema.Struct({
+            a: Schema.String.check(Schema.makeFilter(() => {
+              throw new Error("check exploded")
+            }))
+          }),
+          execute: () => Effect.succeed("unreachable")
+        })
+      )
+      yield* registry.use({ name: "innocent", around: (c, next) => next(c) })
+      expect(yield* registry.execute(call("fragile", { a: "x" }))).toStrictEqual(
+        failed("call-1", `Tool "fragile" failed: check exploded`, "ToolFailedError", "TOOL_FAILED")
+      )
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("a failure that is not a harness error (only through a cast) is still contained", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("liar", ""))).toStrictEqual(
+        failed("call-1", `Tool "liar" failed: {"oops":true}`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("weird", ""))).toStrictEqual(
+        failed("call-1", `Tool "weird" failed: it returned neither text nor content blocks`, "ToolFailedError", "TOOL_FAILED")
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("liar", () => Effect.fail({ oops: true } as unknown as ToolErrors.ToolFailedError)),
+          simple("weird", () => Effect.succeed(42 as unknown as string))
+        )
+      )
+    ))
+
+  it.effect("a timeout: TOOL_TIMEOUT, and the body is interrupted", () =>
+    Effect.gen(function*() {
+      let interrupted = false
+      const slow = simple(
+        "slow",
+        () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true)))),
+        { timeout: "5 seconds" }
+      )
+      const quick = simple("quick", () => Effect.as(Effect.sleep("4 seconds"), "in time"), { timeout: "5 seconds" })
+      const registry = yield* ToolRegistry
+      yield* registry.register(slow)
+      yield* registry.register(quick)
+
+      const slowFiber = yield* Effect.forkChild(registry.execute(call("slow", "", "call-s")))
+      const quickFiber = yield* Effect.forkChild(registry.execute(call("quick", "", "call-q")))
+      yield* TestClock.adjust("4 seconds")
+      expect(ToolResult.textOf(yield* Fiber.join(quickFiber))).toBe("in time")
+      expect(interrupted).toBe(false)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(slowFiber)).toStrictEqual(
+        failed("call-s", `Tool "slow" timed out after 5s and was stopped`, "ToolTimeoutError", "TOOL_TIMEOUT")
+      )
+      expect(interrupted).toBe(true)
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("an interruption inside the body: ABORTED", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("quitter", ""))).toStrictEqual(
+        failed("call-1", `Tool "quitter" was interrupted before it finished`, "AbortedError", "ABORTED")
+      )
+      // a body joining a worker that was interrupted
+      expect(yield* execute(call("orphan", ""))).toStrictEqual(
+        failed("call-1", `Tool "orphan" was interrupted before it finished`, "AbortedError", "ABORTED")
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("quitter", () => Effect.interrupt),
+          simple("orphan", () =>
+            Effect.gen(function*() {
+              const worker = yield* Effect.forkChild(Effect.never)
+              yield* Fiber.interrupt(worker)
+              return yield* Fiber.join(worker)
+            }))
+        )
+      )
+    ))
+
+  it.effect("interrupting execute interrupts the body; ToolResult.aborted answers the call", () =>
+    Effect.gen(function*() {
+      let released = false
+      const registry = yield* ToolRegistry
+      yield* registry.register(
+        simple("hang", () => Effect.never.pipe(Effect.ensuring(Effect.sync(() => void (released = true)))))
+      )
+      const hanging = call("hang", "", "call-h")
+      const fiber = yield* Effect.forkChild(registry.execute(hanging))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(fiber)
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.hasInterrupts(exit)).toBe(true)
+      expect(released).toBe(true)
+      expect(ToolResult.aborted(hanging)).toStrictEqual(
+        failed("call-h", `Tool "hang" was aborted before it finished`, "AbortedError", "ABORTED")
+      )
+      expect(ToolResult.aborted(hanging, "the user pressed Esc")).toStrictEqual(
+        failed("call-h", `Tool "hang" was aborted before it finished: the user pressed Esc`, "AbortedError", "ABORTED")
+      )
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("runs in a Tool.execute span with the tool, the call id and the error code; the body runs inside it", () => {
+    const spans: Array<Tracer.NativeSpan> = []
+    const tracer = Tracer.make({
+      span(options) {
+        const span = new Tracer.NativeSpan(options)
+        spans.push(span)
+        return span
+      }
+    })
+    let bodySpan: Tracer.Span | undefined
+    const traced = simple("traced", () =>
+      Effect.gen(function*() {
+        bodySpan = yield* Effect.orDie(Effect.currentSpan)
+        return "ok"
+      }))
+    return Effect.gen(function*() {
+      yield* execute(call("traced", "", "call-t"))
+      yield* execute(call("missing", "", "call-m"))
+      const toolSpans = spans.filter((s) => s.name === "Tool.execute")
+      expect(toolSpans.map((s) => Object.fromEntries(s.attributes))).toStrictEqual([
+        { "dsh.tool": "traced", "dsh.tool.call_id": "call-t" },
+        { "dsh.tool": "missing", "dsh.tool.call_id": "call-m", "dsh.tool.error_code": "UNKNOWN_TOOL" }
+      ])
+      expect(bodySpan).toBe(toolSpans[0])
+      expect(toolSpans.every((s) => s.status._tag === "Ended")).toBe(true)
+    }).pipe(Effect.provide(registryWith(traced)), Effect.withTracer(tracer))
+  })
+})
