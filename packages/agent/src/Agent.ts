@@ -1,0 +1,134 @@
+/**
+ * The agent handle and the factory service everything programs against. The one
+ * implementation is `@dsh/loop`'s Layer, which only the application's composition root
+ * provides; libraries, tools and tests depend on this interface.
+ *
+ * @since 0.1.0
+ */
+import { type Content, HarnessError, type Ids } from "@dsh/llm"
+import type { Session, SessionEvent, SessionErrors } from "@dsh/session"
+import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
+
+/**
+ * An agent's status: `idle` (waiting for a message), `running` (in a turn), `disposed`
+ * (its scope closed; it takes nothing more).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Status = "idle" | "running" | "disposed"
+
+/**
+ * What can be sent to an agent: text, or content blocks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Input = string | ReadonlyArray<Content.ContentBlock>
+
+/**
+ * Options of `send`, `steer` and `inject`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MessageOptions {
+  /** Who the message is from (logged as its `source`): `"user"` by default, `"context"` for `inject`. */
+  readonly source?: string
+}
+
+/**
+ * The agent was disposed; it takes no more messages.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>()("AgentDisposedError", {
+  ...HarnessError.fields("AGENT_DISPOSED"),
+  agentId: Schema.String
+}) {}
+
+/**
+ * The classes of this module, for code that enumerates them (the error-code table test).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const classes = [AgentDisposedError] as const
+
+/**
+ * A running agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Agent {
+  readonly id: Ids.AgentId
+  /** The agent's session: its whole log. */
+  readonly session: Session.Session
+  /** Queues a message; starts a turn when idle. */
+  readonly send: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  /** Injects a message between the steps of the running turn; like `send` when idle. */
+  readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  /** Appends a `context/message` without starting a turn. */
+  readonly inject: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  /** Stops the in-flight step (mid-stream or between tool calls); the turn ends `aborted`. No-op when idle. */
+  readonly abort: (reason?: string) => Effect.Effect<void>
+  /** The status now. */
+  readonly status: Effect.Effect<Status>
+  /** The status now, then every change. */
+  readonly statusChanges: Stream.Stream<Status>
+  /** Every event the agent logs from the moment of subscription (status changes included), until disposal. */
+  readonly events: Stream.Stream<SessionEvent.SessionEvent>
+  /** Waits until the agent is idle with nothing queued (or disposed). */
+  readonly awaitIdle: Effect.Effect<void>
+}
+
+/**
+ * Where an agent's session comes from: a fresh one (optionally with an id), a seed log
+ * (replay), or a fork of another session (its log up to the last completed turn).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionSource =
+  | { readonly id?: string }
+  | { readonly id?: string; readonly seed: ReadonlyArray<SessionEvent.SessionEvent> }
+  | { readonly id?: string; readonly fork: Session.Session }
+
+/**
+ * How to create an agent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The model to call (routed by the model registry). */
+  readonly model: string
+  /** The agent's id; a random UUID when omitted. */
+  readonly id?: string
+  /** The agent's own prompt, after the system prompt's sections. */
+  readonly prompt?: string
+  readonly session?: SessionSource
+  /** The most steps one turn may take before it ends with reason `limit` (`max-steps`); 50 by default. */
+  readonly maxSteps?: number
+  /**
+   * After this many consecutive `INVALID_ARGS` results for the same tool in a turn, the turn
+   * ends with reason `limit` (`invalid-args`) instead of looping; 3 by default.
+   */
+  readonly maxInvalidArgs?: number
+  readonly temperature?: number
+  readonly maxTokens?: number
+  readonly providerOptions?: Record<string, Schema.Json>
+}
+
+/**
+ * Creates agents. An agent lives until the scope it was created in closes; then it is
+ * disposed (a running turn ends `disposed`).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Agents extends Context.Service<Agents, {
+  readonly create: (options: Options) => Effect.Effect<Agent, SessionErrors.SessionExistsError, Scope.Scope>
+}>()("@dsh/agent/Agents") {}

@@ -1,0 +1,619 @@
+/**
+ * The loop: the one concrete driver of agents, provided as the implementation of
+ * `@dsh/agent`'s `Agents` service. Only an application's composition root imports it.
+ *
+ * Per agent, one driver fiber runs turns, following the design brief:
+ *
+ * ```
+ * forever:
+ *   wait for queued messages                              status → running
+ *   turn/start, then the queued messages as user/message
+ *   steps:
+ *     steering queued so far → steering/message
+ *     step/start
+ *     system prompt assembly (sections + tool schemas)   ← assembly middleware
+ *     request = derived history + options                 ← request middleware
+ *     stream the model; each chunk → assistant/chunk; assemble
+ *     finish error/aborted → the step fails
+ *     message                                             ← step-result middleware (before logging)
+ *     assistant/message, usage
+ *     each tool call: tool/call → registry (tool middleware) → tool/result,
+ *       consecutive concurrency-safe calls in parallel, results in call order
+ *     steering queued meanwhile → steering/message; step/end
+ *     continue? (tools were called, or steered)           ← continuation middleware
+ *   turn/end; flush checkpoint (a failure is reported, not fatal)
+ *   steering left over → queued messages;  status → idle unless more is queued
+ * ```
+ *
+ * Containment: whatever fails inside a turn (a middleware, the model in either sanctioned
+ * way, a listener, a prompt section, a defect) is logged as an `error` event with its code and
+ * ends the turn with reason `error`; the agent serves the next message. Whenever a step ends
+ * after the model asked for tools (abort, error, disposal) every call of the logged message
+ * gets exactly one `tool/call` and one `tool/result` (an `ABORTED` one if it never finished),
+ * so the derived history is always valid for a provider and the invariants hold.
+ *
+ * @since 0.1.0
+ */
+import { AgentDisposedError, Agents, AgentHooks } from "@dsh/agent"
+import type { Agent as AgentModule } from "@dsh/agent"
+import {
+  Assembler,
+  Content,
+  HarnessError,
+  Ids,
+  type Message,
+  type ModelRequest,
+  type StreamChunk
+} from "@dsh/llm"
+import { Model } from "@dsh/model"
+import { SystemPrompt } from "@dsh/prompt"
+import { FlushCheckpoint, type SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
+import { ToolRegistry, ToolResult } from "@dsh/tools"
+import {
+  Cause,
+  Data,
+  Effect,
+  Exit,
+  Fiber,
+  Latch,
+  Layer,
+  Option,
+  type Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
+import { TurnDefectError } from "./LoopError.ts"
+
+type Agent = AgentModule.Agent
+type Status = AgentModule.Status
+
+interface Pending {
+  readonly content: ReadonlyArray<Content.ContentBlock>
+  readonly source: string
+  readonly trigger: "send" | "steer"
+}
+
+/** Why a turn stops early, decided inside it. */
+type Stop =
+  | { readonly _tag: "Error"; readonly code: string; readonly message: string }
+  | { readonly _tag: "Aborted"; readonly reason: string | undefined }
+
+/** What a step logged, so whoever ends it (normally, on abort, on disposal) can close it properly. */
+interface StepLog {
+  readonly step: number
+  readonly assembler: Assembler.Assembler
+  message: Message.Message | undefined
+  calls: ReadonlyArray<Content.ToolCallBlock>
+  readonly called: Set<Ids.CallId>
+  readonly results: Map<Ids.CallId, Content.ToolResultBlock>
+  readonly answered: Set<Ids.CallId>
+  ended: boolean
+}
+
+const DEFAULT_MAX_STEPS = 50
+const DEFAULT_MAX_INVALID_ARGS = 3
+
+const toContent = (input: AgentModule.Input): ReadonlyArray<Content.ContentBlock> =>
+  typeof input === "string" ? [Content.text(input)] : input
+
+const describeDefect = (defect: unknown): { code: string; message: string } => {
+  if (HarnessError.isHarnessError(defect)) return { code: defect.code, message: defect.message }
+  const message = defect instanceof Error ? defect.message : String(defect)
+  return { code: TurnDefectError.fields.code.schema.literal, message: `unexpected failure: ${message}` }
+}
+
+/** The code and message of a failed step's cause (typed failure or defect). */
+const describeCause = (cause: Cause.Cause<unknown>): { code: string; message: string } => {
+  const failure = Cause.findErrorOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (HarnessError.isHarnessError(error)) return { code: error.code, message: error.message }
+    return describeDefect(error)
+  }
+  const defect = Cause.findDefect(cause)
+  if (defect._tag === "Success") return describeDefect(defect.success)
+  return describeDefect(Cause.squash(cause))
+}
+
+/** The last turn number of a log (a seeded session continues from it). */
+const lastTurnOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): number => {
+  let last = 0
+  for (const event of events) if (event.type === "turn/start") last = Math.max(last, event.data.turn)
+  return last
+}
+
+/** A session's events up to its last completed turn (what a fork starts from). */
+const forkable = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<SessionEvent.SessionEvent> => {
+  let open = false
+  let cut = 0
+  events.forEach((event, i) => {
+    if (event.type === "turn/start") open = true
+    if (event.type === "turn/end") {
+      open = false
+      cut = i + 1
+    }
+    if (!open && event.type !== "turn/end" && event.type !== "agent/status") cut = i + 1
+  })
+  return events.slice(0, cut)
+}
+
+/**
+ * The loop as the `Agents` service.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<
+  Agents,
+  never,
+  Model | SessionStore | FlushCheckpoint | ToolRegistry | SystemPrompt | AgentHooks
+> = Layer.effect(
+  Agents,
+  Effect.gen(function*() {
+    const model = yield* Model
+    const store = yield* SessionStore
+    const checkpoint = yield* FlushCheckpoint
+    const registry = yield* ToolRegistry
+    const prompt = yield* SystemPrompt
+    const hooks = yield* AgentHooks
+
+    const create = (options: AgentModule.Options): Effect.Effect<Agent, SessionErrors.SessionExistsError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const source = options.session ?? {}
+        const seed = "seed" in source
+          ? source.seed
+          : "fork" in source
+          ? forkable(yield* source.fork.events)
+          : undefined
+        const session = yield* store.create(
+          seed === undefined ? (source.id === undefined ? {} : { id: source.id }) : source.id === undefined ? { seed } : { id: source.id, seed }
+        )
+        const agentId = Ids.agentId(options.id ?? crypto.randomUUID())
+        const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS
+        const maxInvalidArgs = options.maxInvalidArgs ?? DEFAULT_MAX_INVALID_ARGS
+
+        const queued: Array<Pending> = []
+        const steering: Array<Pending> = []
+        const wake = yield* Latch.make(false)
+        const statusRef = yield* SubscriptionRef.make<Status>("idle")
+        // true from a send until the agent is idle with nothing queued: what awaitIdle waits on
+        const busyRef = yield* SubscriptionRef.make(false)
+        // undefined until the first status is logged
+        let status: Status | undefined
+        let disposing = false
+        let lastTurn = lastTurnOf(yield* session.events)
+        // the running turn's abort switch
+        let current: Run | undefined
+
+        const agentRef: { current?: Agent } = {}
+
+        const notify = (event: SessionEvent.SessionEvent): Effect.Effect<void, HarnessError.HarnessError> =>
+          hooks.listeners.current().length === 0 || agentRef.current === undefined
+            ? Effect.void
+            : hooks.listeners.apply({ event, agent: agentRef.current }, () => Effect.void)
+
+        const setStatus = (next: Status) =>
+          Effect.gen(function*() {
+            if (status === next) return
+            status = next
+            const event = yield* session.append("agent/status", { agentId, status: next })
+            yield* SubscriptionRef.set(statusRef, next)
+            yield* notify(event).pipe(Effect.ignore)
+          })
+
+        const refuseWhenDisposed = Effect.suspend(() =>
+          disposing
+            ? Effect.fail(new AgentDisposedError({ message: `agent ${agentId} is disposed`, agentId }))
+            : Effect.void
+        )
+
+        const enqueue = (pending: Pending) =>
+          Effect.andThen(refuseWhenDisposed, () =>
+            Effect.gen(function*() {
+              if (pending.trigger === "steer" && current !== undefined) steering.push(pending)
+              else queued.push(pending)
+              yield* SubscriptionRef.set(busyRef, true)
+              yield* wake.open
+            }))
+
+        // ---- one turn -------------------------------------------------------------------
+
+        const runTurn = (messages: ReadonlyArray<Pending>) =>
+          Effect.suspend(() => {
+            const turn = ++lastTurn
+            const run: Run = { turn, abort: null, stepFiber: undefined }
+            current = run
+            // what the turn has logged, for whoever ends it (normally, on error, on disposal)
+            let started = false
+            let ended = false
+            let openStep: StepLog | undefined
+            let stop: Stop | undefined
+            let limit: { name: string; message: string } | undefined
+
+            const log = <T extends SessionEvent.CoreType>(type: T, data: SessionEvent.DataOf<T>) =>
+              Effect.flatMap(
+                session.append(type, data),
+                (event) => Effect.as(notify(event as SessionEvent.SessionEvent), event)
+              )
+
+            // Closes a step whatever stopped it: a partial answer is kept, every call of the logged
+            // message is announced and answered (ABORTED when it has no result), then step/end.
+            // `listen` is false when listeners must not run (the turn is being torn down).
+            const closeStep = (step: StepLog, reason: string | undefined, listen: boolean) =>
+              Effect.gen(function*() {
+                if (step.ended) return
+                const append = <T extends SessionEvent.CoreType>(type: T, data: SessionEvent.DataOf<T>) =>
+                  listen ? Effect.ignore(log(type, data)) : Effect.asVoid(session.append(type, data))
+                if (step.message === undefined) {
+                  const partial = step.assembler.snapshot().filter((b) =>
+                    (b.type === "text" || b.type === "reasoning") && b.text !== ""
+                  )
+                  if (partial.length > 0) {
+                    step.message = { role: "assistant", content: partial }
+                    yield* append("assistant/message", { turn, step: step.step, content: partial })
+                  }
+                }
+                for (const call of step.calls) {
+                  if (step.answered.has(call.id)) continue
+                  if (!step.called.has(call.id)) {
+                    step.called.add(call.id)
+                    yield* append("tool/call", {
+                      turn,
+                      step: step.step,
+                      callId: call.id,
+                      name: call.name,
+                      arguments: call.arguments
+                    })
+                  }
+                  const result = step.results.get(call.id) ?? ToolResult.aborted(call, reason)
+                  step.answered.add(call.id)
+                  yield* append("tool/result", resultData(turn, step.step, call, result))
+                }
+                step.ended = true
+                yield* append("step/end", { turn, step: step.step })
+              })
+
+            const isSafe = (call: Content.ToolCallBlock) =>
+              Effect.map(
+                registry.lookup(call.name),
+                Option.match({ onNone: () => false, onSome: (tool) => tool.concurrencySafe })
+              )
+
+            const runTools = (step: StepLog, calls: ReadonlyArray<Content.ToolCallBlock>) =>
+              Effect.gen(function*() {
+                let i = 0
+                while (i < calls.length) {
+                  // a run of consecutive concurrency-safe calls goes together; any other call alone
+                  const batch = [calls[i]!]
+                  if (yield* isSafe(calls[i]!)) {
+                    while (i + batch.length < calls.length && (yield* isSafe(calls[i + batch.length]!))) {
+                      batch.push(calls[i + batch.length]!)
+                    }
+                  }
+                  i += batch.length
+                  for (const call of batch) {
+                    step.called.add(call.id)
+                    yield* log("tool/call", {
+                      turn,
+                      step: step.step,
+                      callId: call.id,
+                      name: call.name,
+                      arguments: call.arguments
+                    })
+                  }
+                  yield* Effect.forEach(
+                    batch,
+                    (call) =>
+                      registry.execute(call).pipe(
+                        Effect.tap((result) => Effect.sync(() => step.results.set(call.id, result)))
+                      ),
+                    { concurrency: batch.length, discard: true }
+                  )
+                  // results are logged in call order, whichever finished first
+                  for (const call of batch) {
+                    step.answered.add(call.id)
+                    yield* log("tool/result", resultData(turn, step.step, call, step.results.get(call.id)!))
+                  }
+                }
+              })
+
+            const runStep = (step: StepLog) =>
+              Effect.gen(function*() {
+                const context = { agentId, sessionId: session.id, turn, step: step.step }
+                const assembly = yield* prompt.assemble({
+                  ...(options.prompt === undefined ? {} : { agentPrompt: options.prompt }),
+                  tools: yield* registry.schemas(),
+                  context
+                })
+                const base: ModelRequest.ModelRequest = {
+                  model: options.model,
+                  messages: yield* session.messages,
+                  ...(assembly.system === "" ? {} : { system: assembly.system }),
+                  ...(assembly.tools.length === 0 ? {} : { tools: assembly.tools }),
+                  ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
+                  ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+                  ...(options.providerOptions === undefined ? {} : { providerOptions: options.providerOptions })
+                }
+                const request = yield* hooks.request.apply(
+                  { request: base, context },
+                  (input) => Effect.succeed(input.request)
+                )
+                yield* model.stream(request).pipe(
+                  Stream.runForEach((chunk: StreamChunk.StreamChunk) =>
+                    Effect.andThen(
+                      log("assistant/chunk", { turn, step: step.step, chunk }),
+                      Effect.sync(() => void step.assembler.push(chunk))
+                    )
+                  )
+                )
+                const assembled = step.assembler.done()
+                const finishReason = assembled.finishReason
+                if (finishReason === undefined) {
+                  return yield* new StepFailure({
+                    code: "LLM_PROTOCOL",
+                    message: `the response of model "${options.model}" ended without a finish chunk`
+                  })
+                }
+                if (finishReason.kind === "error") {
+                  return yield* new StepFailure({
+                    code: finishReason.code,
+                    message: `the model reported an error: ${finishReason.message}`
+                  })
+                }
+                if (finishReason.kind === "aborted") {
+                  return yield* new StepFailure({
+                    code: "ABORTED",
+                    message: `the model aborted its response${finishReason.reason === undefined ? "" : `: ${finishReason.reason}`}`
+                  })
+                }
+                const message = yield* hooks.stepResult.apply(
+                  { message: assembled.message, finishReason, usage: assembled.usage, context },
+                  (input) => Effect.succeed(input.message)
+                )
+                const calls = message.content.filter((b): b is Content.ToolCallBlock => b.type === "tool-call")
+                step.message = message
+                step.calls = calls
+                yield* log("assistant/message", { turn, step: step.step, content: message.content, finishReason })
+                if (assembled.usage !== undefined) yield* log("usage", { turn, step: step.step, usage: assembled.usage })
+                yield* runTools(step, calls)
+                return { message, hadToolCalls: calls.length > 0 }
+              }).pipe(
+                Effect.withSpan("Agent.step", {
+                  attributes: { "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn, "dsh.step": step.step }
+                })
+              )
+
+            const drainSteering = Effect.gen(function*() {
+              let steered = false
+              while (steering.length > 0) {
+                const pending = steering.shift()!
+                steered = true
+                yield* log("steering/message", { turn, content: pending.content, source: pending.source })
+              }
+              return steered
+            })
+
+            const steps = Effect.gen(function*() {
+              started = true
+              yield* log("turn/start", { turn, trigger: messages[0]?.trigger ?? "send" })
+              for (const pending of messages) {
+                yield* log("user/message", { content: pending.content, source: pending.source })
+              }
+              const invalidArgs = new Map<string, number>()
+              let stepNumber = 0
+              while (true) {
+                if (run.abort !== null) {
+                  stop = { _tag: "Aborted", reason: run.abort }
+                  return
+                }
+                if (stepNumber >= maxSteps) {
+                  limit = { name: "max-steps", message: `the turn reached its limit of ${maxSteps} steps` }
+                  return
+                }
+                stepNumber++
+                yield* drainSteering
+                const step: StepLog = {
+                  step: stepNumber,
+                  assembler: Assembler.make(),
+                  message: undefined,
+                  calls: [],
+                  called: new Set(),
+                  results: new Map(),
+                  answered: new Set(),
+                  ended: false
+                }
+                openStep = step
+                yield* log("step/start", { turn, step: stepNumber })
+                const fiber = yield* Effect.forkChild(runStep(step))
+                run.stepFiber = fiber
+                const exit = yield* Fiber.await(fiber)
+                run.stepFiber = undefined
+                if (Exit.isFailure(exit)) {
+                  if (run.abort !== null && Cause.hasInterruptsOnly(exit.cause)) {
+                    stop = { _tag: "Aborted", reason: run.abort }
+                    yield* closeStep(step, run.abort ?? "the turn was aborted", true)
+                    openStep = undefined
+                    return
+                  }
+                  const { code, message } = describeCause(exit.cause)
+                  stop = { _tag: "Error", code, message }
+                  yield* log("error", { turn, step: step.step, message, code })
+                  yield* closeStep(step, `the step failed: ${message}`, true)
+                  openStep = undefined
+                  return
+                }
+                const { hadToolCalls, message } = exit.value
+                for (const call of step.calls) {
+                  const code = step.results.get(call.id)?.error?.code
+                  invalidArgs.set(call.name, code === "INVALID_ARGS" ? (invalidArgs.get(call.name) ?? 0) + 1 : 0)
+                }
+                const steered = yield* drainSteering
+                step.ended = true
+                yield* log("step/end", { turn, step: step.step })
+                openStep = undefined
+                const stuck = [...invalidArgs].find(([, count]) => count >= maxInvalidArgs)
+                if (stuck !== undefined) {
+                  limit = {
+                    name: "invalid-args",
+                    message: `the model sent invalid arguments to tool "${stuck[0]}" ${stuck[1]} times in a row`
+                  }
+                  return
+                }
+                const proceed = yield* hooks.continuation.apply(
+                  { message, hadToolCalls, steered, context: { agentId, sessionId: session.id, turn, step: step.step } },
+                  (input) => Effect.succeed(input.hadToolCalls || input.steered)
+                )
+                // steering queued by step-end or continuation listeners forces another step
+                if (!proceed && steering.length === 0) {
+                  if (run.abort !== null) stop = { _tag: "Aborted", reason: run.abort }
+                  return
+                }
+              }
+            })
+
+            const endReason = (): SessionEvent.TurnEndReason =>
+              stop?._tag === "Error"
+                ? { kind: "error", message: stop.message, code: stop.code }
+                : stop?._tag === "Aborted"
+                ? stop.reason === undefined ? { kind: "aborted" } : { kind: "aborted", reason: stop.reason }
+                : limit !== undefined
+                ? { kind: "limit", name: limit.name, message: limit.message }
+                : { kind: "completed" }
+
+            const end = (reason: SessionEvent.TurnEndReason) =>
+              Effect.gen(function*() {
+                if (!started || ended) return
+                ended = true
+                yield* session.append("turn/end", { turn, reason })
+                yield* flush(turn)
+              })
+
+            const turnBody = Effect.gen(function*() {
+              // a failure outside a step (a listener, a continuation middleware) ends the turn too
+              const outcome = yield* Effect.exit(steps)
+              if (Exit.isFailure(outcome)) {
+                if (Cause.hasInterruptsOnly(outcome.cause)) return yield* Effect.failCause(outcome.cause)
+                const { code, message } = describeCause(outcome.cause)
+                stop = { _tag: "Error", code, message }
+                yield* session.append("error", {
+                  turn,
+                  ...(openStep === undefined ? {} : { step: openStep.step }),
+                  message,
+                  code
+                })
+                if (openStep !== undefined) yield* closeStep(openStep, `the turn failed: ${message}`, false)
+              }
+              yield* end(endReason())
+            })
+
+            // Disposal interrupts the turn: close what is open and end it `disposed`.
+            const dispose = Effect.gen(function*() {
+              if (!started || ended) return
+              if (openStep !== undefined) yield* closeStep(openStep, "the agent was disposed", false)
+              yield* end({ kind: "disposed" })
+            })
+
+            return turnBody.pipe(
+              Effect.onInterrupt(() => dispose),
+              Effect.ensuring(Effect.sync(() => (current = undefined))),
+              Effect.withSpan("Agent.turn", { attributes: { "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn } })
+            )
+          })
+
+        const flush = (turn: number) =>
+          checkpoint.flush(session).pipe(
+            Effect.catch((error) =>
+              Effect.gen(function*() {
+                yield* session.append("error", { turn, message: error.message, code: error.code })
+                yield* Effect.logWarning(`dsh: flushing session ${session.id} failed: ${error.message}`)
+              })
+            )
+          )
+
+        // ---- the driver -----------------------------------------------------------------
+
+        const driver = Effect.gen(function*() {
+          while (true) {
+            yield* wake.await
+            yield* wake.close
+            if (queued.length === 0) {
+              if (current === undefined) yield* SubscriptionRef.set(busyRef, false)
+              continue
+            }
+            yield* setStatus("running")
+            while (queued.length > 0) {
+              const batch = queued.splice(0, queued.length)
+              yield* runTurn(batch)
+              // steering that arrived too late for the turn becomes the next turn's messages
+              if (steering.length > 0) queued.push(...steering.splice(0, steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
+            }
+            yield* setStatus("idle")
+            if (queued.length === 0) yield* SubscriptionRef.set(busyRef, false)
+          }
+        })
+
+        yield* setStatus("idle")
+        const driverFiber = yield* Effect.forkDetach(driver)
+
+        yield* Effect.addFinalizer(() =>
+          Effect.gen(function*() {
+            disposing = true
+            yield* Fiber.interrupt(driverFiber)
+            yield* setStatus("disposed")
+            yield* SubscriptionRef.set(busyRef, false)
+          })
+        )
+
+        const agent: Agent = {
+          id: agentId,
+          session,
+          send: (input, opts) => enqueue({ content: toContent(input), source: opts?.source ?? "user", trigger: "send" }),
+          steer: (input, opts) => enqueue({ content: toContent(input), source: opts?.source ?? "user", trigger: "steer" }),
+          inject: (input, opts) =>
+            Effect.andThen(refuseWhenDisposed, () =>
+              session.append("context/message", { content: toContent(input), source: opts?.source ?? "context" })),
+          abort: (reason) =>
+            Effect.sync(() => {
+              const run = current
+              if (run === undefined || run.abort !== null) return
+              run.abort = reason
+              run.stepFiber?.interruptUnsafe()
+            }),
+          status: Effect.sync(() => status ?? "idle"),
+          statusChanges: SubscriptionRef.changes(statusRef),
+          events: Stream.unwrap(Effect.map(session.seq, (seq) => session.streamFrom(seq))),
+          awaitIdle: SubscriptionRef.changes(busyRef).pipe(
+            Stream.filter((busy) => !busy),
+            Stream.take(1),
+            Stream.runDrain
+          )
+        }
+        agentRef.current = agent
+        return agent
+      })
+
+    return Agents.of({ create })
+  })
+)
+
+/** The step could not produce an answer (a finish of kind error/aborted, or no finish). */
+class StepFailure extends Data.TaggedError("StepFailure")<{ readonly code: string; readonly message: string }> {}
+
+/** The running turn's abort switch: `abort` is null until `abort()` is called. */
+interface Run {
+  readonly turn: number
+  abort: string | undefined | null
+  stepFiber: Fiber.Fiber<unknown, unknown> | undefined
+}
+
+const resultData = (
+  turn: number,
+  step: number,
+  call: Content.ToolCallBlock,
+  result: Content.ToolResultBlock
+): SessionEvent.DataOf<"tool/result"> =>
+  // the result carries its call's own id, whatever a middleware returned
+  result.error === undefined
+    ? { turn, step, callId: call.id, content: result.content, isError: result.isError }
+    : { turn, step, callId: call.id, content: result.content, isError: result.isError, error: result.error }
+

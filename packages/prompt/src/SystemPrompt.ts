@@ -1,0 +1,179 @@
+/**
+ * The system prompt: ordered sections (static text, or text computed by an Effect at every
+ * assembly) plus the tools the model may call, assembled once per step. Around-middleware over
+ * the whole assembly may rewrite it (add a section, hide a tool, translate) or replace it.
+ *
+ * Sections and middleware are registered in a scope and removed when it closes. Sections are
+ * ordered by `order` (lower first; equal orders in registration order); the agent's own
+ * prompt comes after them. Sections are joined with a blank line; an empty section is left out.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { Cause, Context, Effect, Layer, Schema, type Scope } from "effect"
+
+/**
+ * A section of the system prompt.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Section {
+  readonly name: string
+  readonly order?: number
+  /** The text, or an Effect computing it at each assembly (the date, the working directory…). */
+  readonly content: string | Effect.Effect<string, HarnessError.HarnessError>
+}
+
+/**
+ * What an assembly starts from: who is asking and the tools they may call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface AssemblyInput {
+  /** The agent's own prompt, placed after the sections. */
+  readonly agentPrompt?: string
+  readonly tools: ReadonlyArray<ModelRequest.ToolSchema>
+  /** Who the assembly is for, so middleware can vary by agent or turn. */
+  readonly context: AssemblyContext
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface AssemblyContext {
+  readonly agentId: string
+  readonly sessionId: string
+  readonly turn: number
+  readonly step: number
+}
+
+/**
+ * The result of an assembly: the system text, the sections it was made of, and the tools.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Assembly {
+  readonly system: string
+  readonly sections: ReadonlyArray<{ readonly name: string; readonly text: string }>
+  readonly tools: ReadonlyArray<ModelRequest.ToolSchema>
+}
+
+/**
+ * A section's Effect failed or died.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class PromptSectionError extends Schema.TaggedError<PromptSectionError>()("PromptSectionError", {
+  ...HarnessError.fields("PROMPT_SECTION"),
+  section: Schema.String
+}) {}
+
+/**
+ * The classes of this module, for code that enumerates them (the error-code table test).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const classes = [PromptSectionError] as const
+
+/**
+ * The output of an assembly, as middleware sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AssemblyEffect = Effect.Effect<Assembly, PromptSectionError>
+
+/**
+ * A middleware around the assembly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AssemblyMiddleware = Middleware.Middleware<AssemblyInput, AssemblyEffect>
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class SystemPrompt extends Context.Service<SystemPrompt, {
+  /** Adds a section until the current scope closes. */
+  readonly addSection: (section: Section) => Effect.Effect<void, never, Scope.Scope>
+  /** Registers a middleware around the assembly until the current scope closes. */
+  readonly use: (middleware: AssemblyMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /** Assembles the system prompt for one step. */
+  readonly assemble: (input: AssemblyInput) => AssemblyEffect
+}>()("@dsh/prompt/SystemPrompt") {
+  /**
+   * An empty system prompt.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<SystemPrompt> = Layer.sync(SystemPrompt, () => {
+    let sections: ReadonlyArray<{ readonly section: Section; readonly order: number }> = []
+    const chain = Middleware.make<AssemblyInput, AssemblyEffect>({ suspend: Effect.suspend })
+
+    const addSection = (section: Section) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const entry = { section, order: section.order ?? 0 }
+          const next = sections.slice()
+          let at = next.length
+          while (at > 0 && next[at - 1]!.order > entry.order) at--
+          next.splice(at, 0, entry)
+          sections = next
+          return entry
+        }),
+        (entry) => Effect.sync(() => (sections = sections.filter((e) => e !== entry)))
+      ).pipe(Effect.asVoid)
+
+    const render = (section: Section): Effect.Effect<string, PromptSectionError> =>
+      typeof section.content === "string"
+        ? Effect.succeed(section.content)
+        : section.content.pipe(
+          Effect.catchCause((cause) =>
+            Effect.fail(
+              new PromptSectionError({
+                message: `prompt section "${section.name}" failed: ${describe(cause)}`,
+                section: section.name,
+                cause
+              })
+            )
+          )
+        )
+
+    const base = (input: AssemblyInput): AssemblyEffect =>
+      Effect.suspend(() => {
+        const current = sections
+        return Effect.forEach(current, ({ section }) =>
+          Effect.map(render(section), (text) => ({ name: section.name, text })))
+      }).pipe(
+        Effect.map((rendered) => {
+          const parts = input.agentPrompt === undefined ? rendered : [...rendered, { name: "agent", text: input.agentPrompt }]
+          const kept = parts.filter((p) => p.text.trim() !== "")
+          return { system: kept.map((p) => p.text).join("\n\n"), sections: kept, tools: input.tools }
+        })
+      )
+
+    return SystemPrompt.of({
+      addSection,
+      use: chain.register,
+      assemble: (input) =>
+        chain.apply(input, base).pipe(
+          Effect.withSpan("SystemPrompt.assemble", {
+            attributes: { "dsh.session": input.context.sessionId, "dsh.turn": input.context.turn, "dsh.step": input.context.step }
+          })
+        )
+    })
+  })
+}
+
+const describe = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? error.message : String(error)
+}
