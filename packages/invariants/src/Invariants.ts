@@ -1,0 +1,152 @@
+/**
+ * The invariants checker as a Layer: for every session the store creates (seeded ones from
+ * their first event), a fiber consumes the session's `stream` and checks each event against
+ * the {@link Rules}. It is meant for tests and demos; production compositions leave it out and
+ * pay nothing for it (no subscription, no fiber).
+ *
+ * A violation is never silent. It is recorded as an `InvariantError` (code `INVARIANT`)
+ * naming the rule, the session, the event's `seq` and type, and logged at once; and when the
+ * Layer's scope closes, the checker first checks every event appended so far (so a violation
+ * from a background fiber just before the end is not missed), then dies with the first
+ * violation. A test that provides the Layer therefore fails with that error, whichever fiber
+ * broke the contract.
+ *
+ * @since 0.1.0
+ */
+import type { Session, SessionEvent } from "@dsh/session"
+import { SessionStore } from "@dsh/session"
+import { Context, Effect, Fiber, Layer, Stream } from "effect"
+import { InvariantError } from "./InvariantError.ts"
+import * as Rules from "./Rules.ts"
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class Invariants extends Context.Service<Invariants, {
+  /** Every violation found so far, in the order found. */
+  readonly violations: Effect.Effect<ReadonlyArray<InvariantError>>
+  /**
+   * Checks every event appended so far (waiting for nothing) and fails with the first
+   * violation, if any. Use it to assert mid-test that the contract holds.
+   */
+  readonly verify: Effect.Effect<void, InvariantError>
+}>()("@dsh/invariants/Invariants") {
+  /**
+   * The checker, over the `SessionStore` it requires.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<Invariants, never, SessionStore> = Layer.effect(
+    Invariants,
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const violations: Array<InvariantError> = []
+      // per session: its checker and how many of its events (by position) were checked, so the
+      // watcher fiber and a catch-up never check an event twice
+      const watched = new Map<Session.Session, { readonly checker: Rules.Checker; consumed: number }>()
+
+      const check = (session: Session.Session, checker: Rules.Checker, event: SessionEvent.SessionEvent) => {
+        const found = checker.push(event).map((v) =>
+          new InvariantError({
+            message: `invariant "${v.rule}" violated in session ${session.id} at seq ${v.seq} (${v.type}): ${v.message}`,
+            rule: v.rule,
+            sessionId: session.id,
+            seq: v.seq,
+            eventType: v.type
+          })
+        )
+        violations.push(...found)
+        return found
+      }
+
+      const report = (found: ReadonlyArray<InvariantError>) =>
+        found.length === 0 ? Effect.void : Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+
+      const stateOf = (session: Session.Session) => {
+        let state = watched.get(session)
+        if (state === undefined) {
+          state = { checker: Rules.make(), consumed: 0 }
+          watched.set(session, state)
+        }
+        return state
+      }
+
+      const watch = (session: Session.Session) =>
+        Effect.suspend(() => {
+          const state = stateOf(session)
+          let position = 0
+          return session.stream.pipe(
+            Stream.runForEach((event) =>
+              Effect.suspend(() => {
+                const at = position++
+                if (at < state.consumed) return Effect.void
+                state.consumed = at + 1
+                return report(check(session, state.checker, event))
+              })
+            )
+          )
+        })
+
+      // Checks whatever the watchers have not reached yet, reading the logs directly; this
+      // includes sessions whose watcher has not started.
+      const catchUp = Effect.flatMap(store.all, (sessions) =>
+        Effect.forEach(
+          sessions,
+          (session) => {
+            const state = stateOf(session)
+            const from = state.consumed
+            return Effect.flatMap(session.eventsFrom(from), (events) =>
+              Effect.suspend(() => {
+                // the fiber may have yielded since the read, and the watcher checked some of
+                // these events meanwhile: skip them by position, as the watcher does
+                const found: Array<InvariantError> = []
+                events.forEach((event, i) => {
+                  const at = from + i
+                  if (at < state.consumed) return
+                  state.consumed = at + 1
+                  found.push(...check(session, state.checker, event))
+                })
+                return report(found)
+              }))
+          },
+          { discard: true }
+        ))
+
+      const verify = Effect.suspend(() => (violations.length === 0 ? Effect.void : Effect.fail(violations[0]!)))
+
+      const sessions = yield* store.sessions.pipe(
+        Stream.runForEach((session) => Effect.forkChild(watch(session))),
+        Effect.forkScoped
+      )
+
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function*() {
+          yield* Fiber.interrupt(sessions)
+          yield* catchUp
+          if (violations.length > 0) {
+            return yield* Effect.die(violations.length === 1 ? violations[0]! : withCount(violations))
+          }
+        })
+      )
+
+      return Invariants.of({
+        violations: Effect.sync(() => violations.slice()),
+        verify: Effect.suspend(() => Effect.andThen(catchUp, verify))
+      })
+    })
+  )
+}
+
+const withCount = (violations: ReadonlyArray<InvariantError>): InvariantError => {
+  const first = violations[0]!
+  return new InvariantError({
+    message: `${first.message} (and ${violations.length - 1} more violation(s): ` +
+      violations.slice(1, 6).map((v) => `${v.rule}@${v.sessionId}#${v.seq}`).join(", ") +
+      (violations.length > 6 ? ", …" : "") + ")",
+    rule: first.rule,
+    sessionId: first.sessionId,
+    seq: first.seq,
+    eventType: first.eventType
+  })
+}
