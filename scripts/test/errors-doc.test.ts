@@ -1,5 +1,11 @@
 import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
+import { Agent } from "@dsh/agent"
+import { InvariantErrors } from "@dsh/invariants"
+import { LoopErrors } from "@dsh/loop"
+import { Prompt } from "@dsh/prompt"
+import { SessionErrors } from "@dsh/session"
+import { ToolErrors } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import { codesInSources, docPath, render, renderTable } from "../errors-doc.ts"
@@ -8,7 +14,13 @@ import { codesInSources, docPath, render, renderTable } from "../errors-doc.ts"
 const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly schema: { readonly literal: unknown } } } }> = [
   ...LlmError.classes,
   Middleware.MiddlewareError,
-  ...ModelErrors.classes
+  ...ModelErrors.classes,
+  ...SessionErrors.classes,
+  ...Prompt.classes,
+  ...ToolErrors.classes,
+  ...Agent.classes,
+  ...LoopErrors.classes,
+  ...InvariantErrors.classes
 ]
 
 describe("docs/errors.md", () => {

@@ -50,6 +50,66 @@ export const catalog = {
     meaning: "A middleware (around any seam) failed or died; the message names the middleware.",
     raisedBy: "@dsh/llm (MiddlewareError), raised by middleware chains"
   },
+  INVALID_ARGS: {
+    meaning: "A tool call's arguments are not JSON, or do not decode through the tool's parameter Schema; the message lists every violation with its path.",
+    raisedBy: "@dsh/tools (ToolArgsError), raised by the tool registry before the tool body runs"
+  },
+  UNKNOWN_TOOL: {
+    meaning: "The model called a tool that is not registered; the message names the tools that are.",
+    raisedBy: "@dsh/tools (UnknownToolError), raised by the tool registry"
+  },
+  TOOL_FAILED: {
+    meaning: "A tool's body died (threw an exception or hit a defect); the message carries the exception's message, never its stack.",
+    raisedBy: "@dsh/tools (ToolFailedError), raised by the tool registry"
+  },
+  TOOL_DENIED: {
+    meaning: "A middleware (permissions, sandbox, plan mode) refused to run the call; the message says why.",
+    raisedBy: "@dsh/tools (ToolDeniedError), raised by execution middleware"
+  },
+  TOOL_TIMEOUT: {
+    meaning: "A tool call ran longer than its timeout and was interrupted.",
+    raisedBy: "@dsh/tools (ToolTimeoutError), raised by the tool registry"
+  },
+  ABORTED: {
+    meaning: "The work was interrupted before it finished (an abort, a disposal, or the tool interrupting itself).",
+    raisedBy: "@dsh/tools (AbortedError), raised by the tool registry and by the loop for calls it never finished"
+  },
+  INVALID_TOOL: {
+    meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema.",
+    raisedBy: "@dsh/tools (InvalidToolError), raised by the tool registry"
+  },
+  DUPLICATE_TOOL: {
+    meaning: "A tool was registered under a name that is already registered.",
+    raisedBy: "@dsh/tools (DuplicateToolError), raised by the tool registry"
+  },
+  SESSION_EXISTS: {
+    meaning: "A session was created with an id that the store already holds.",
+    raisedBy: "@dsh/session (SessionExistsError), raised by the session store"
+  },
+  PERSISTENCE: {
+    meaning: "A flush hook failed to persist a session (I/O error, unencodable event); the agent reports it and goes on.",
+    raisedBy: "@dsh/session (PersistenceError), raised by the flush checkpoint and persistence layers"
+  },
+  CORRUPT_LOG: {
+    meaning: "A persisted session log has a malformed line (not JSON, not a known event, wrong header) other than a torn last line; the message names the file and line.",
+    raisedBy: "@dsh/session (CorruptLogError), raised when loading a persisted session"
+  },
+  PROMPT_SECTION: {
+    meaning: "A system-prompt section computed by an Effect failed or died; the message names the section.",
+    raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
+  },
+  AGENT_DISPOSED: {
+    meaning: "A message was sent to an agent whose scope has closed; it takes nothing more.",
+    raisedBy: "@dsh/agent (AgentDisposedError), raised by the agent handle"
+  },
+  DEFECT: {
+    meaning: "Something inside a turn died with an exception that is not a harness error (a bug); the turn ended with an error event and the agent went on.",
+    raisedBy: "@dsh/loop (TurnDefectError), raised by the loop's containment"
+  },
+  INVARIANT: {
+    meaning: "A session log broke the event contract (docs/event-contract.md); the message names the rule, the session, the event's seq and type.",
+    raisedBy: "@dsh/invariants (InvariantError), raised by the invariants checker in tests and demos"
+  },
   SCRIPT_EXHAUSTED: {
     meaning: "The scripted test model received more requests than it was scripted to answer.",
     raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model"
