@@ -76,13 +76,18 @@ export class Invariants extends Context.Service<Invariants, {
         Effect.suspend(() => {
           const state = stateOf(session)
           let position = 0
+          // whole chunks at a time: a reader that fell behind checks what it missed in one go
           return session.stream.pipe(
-            Stream.runForEach((event) =>
+            Stream.runForEachArray((events) =>
               Effect.suspend(() => {
-                const at = position++
-                if (at < state.consumed) return Effect.void
-                state.consumed = at + 1
-                return report(check(session, state.checker, event))
+                const found: Array<InvariantError> = []
+                for (const event of events) {
+                  const at = position++
+                  if (at < state.consumed) continue
+                  state.consumed = at + 1
+                  found.push(...check(session, state.checker, event))
+                }
+                return report(found)
               })
             )
           )

@@ -25,16 +25,18 @@ export const rules = {
   "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact.",
   "turn-pairing": "`turn/start` and `turn/end` alternate (turns do not nest) and a `turn/end` carries its `turn/start`'s number.",
   "turn-numbering": "Turns are numbered 1, 2, … in the session; a seeded session's next turn follows the seed's last.",
+  "message-in-turn": "`user/message` and `steering/message` occur only inside an open turn (everything of a turn lies inside it), and a steering message carries its turn's number.",
   "step-pairing": "`step/start` and `step/end` alternate inside the open turn, carry its number and the same step number, and no step is open at `turn/end`.",
   "step-numbering": "Steps are numbered 1, 2, … within each turn.",
   "in-step": "`assistant/chunk`, `assistant/message`, `usage`, `tool/call` and `tool/result` occur only inside the open step and carry its turn and step numbers.",
   "chunk-before-message": "A step's `assistant/chunk`s come before its `assistant/message`, and a step has at most one `assistant/message`.",
   "usage-after-message": "A step's `usage` comes after its `assistant/message`.",
   "call-in-message": "A `tool/call` names a tool call of its step's `assistant/message`, once.",
-  "result-has-call": "A `tool/result` answers an earlier `tool/call` with the same id in the same turn.",
+  "result-has-call": "A `tool/result` answers an earlier `tool/call` with the same id in the same step.",
   "result-once": "No tool call gets two results.",
-  "calls-answered": "Every tool call of an assistant message has exactly one `tool/result` before its turn ends.",
+  "calls-answered": "Every tool call of an assistant message has exactly one `tool/result` before its step ends, and so before its turn ends.",
   "status-transition": "An agent's status starts `idle` and moves idle ↔ running or idle|running → disposed; nothing leaves disposed; no status repeats.",
+  "status-matches-turns": "Once a log records agent statuses, a turn starts only while the agent is `running`, and no status changes while a turn is open.",
   "nothing-after-disposed": "After an agent is disposed, no event is appended for it: the next event, if any, is a new agent's first status."
 } as const
 
@@ -119,11 +121,13 @@ export const make = (options: Options = {}): Checker => {
   let lastStep = 0
   let openStep: number | undefined
   let stepMessage = false
-  // the open turn's tool calls (from its assistant messages), all of them, and by id the latest
-  // call with that id (a scripted model may reuse ids from step to step; an earlier call with
-  // the same id must still be answered)
+  // the open turn's tool calls (from its assistant messages), all of them, and by id the open
+  // step's calls (a scripted model may reuse ids from step to step; an earlier call with the
+  // same id must still be answered, in its own step)
   let turnCalls: Array<Call> = []
   let calls = new Map<Ids.CallId, Call>()
+  // the latest agent status logged, once there is one
+  let latestStatus: Status | undefined
   // the open step's assistant message's call ids not yet announced by tool/call
   let unannounced = new Set<Ids.CallId>()
   const statuses = new Map<string, Status>()
@@ -167,6 +171,9 @@ export const make = (options: Options = {}): Checker => {
         const turn = event.data.turn
         if (openTurn !== undefined) violate("turn-pairing", `turn ${turn} starts while turn ${openTurn} is open`)
         if (turn !== lastTurn + 1) violate("turn-numbering", `turn ${turn} follows turn ${lastTurn}; expected ${lastTurn + 1}`)
+        if (latestStatus !== undefined && latestStatus !== "running") {
+          violate("status-matches-turns", `turn ${turn} starts while the agent is ${latestStatus}`)
+        }
         openTurn = turn
         lastTurn = Math.max(lastTurn, turn)
         openStep = undefined
@@ -200,6 +207,7 @@ export const make = (options: Options = {}): Checker => {
         openStep = step
         lastStep = Math.max(lastStep, step)
         stepMessage = false
+        calls = new Map()
         unannounced = new Set()
         break
       }
@@ -209,7 +217,14 @@ export const make = (options: Options = {}): Checker => {
         else if (step !== openStep || turn !== openTurn) {
           violate("step-pairing", `step/end for turn ${turn} step ${step} while turn ${openTurn} step ${openStep} is open`)
         }
+        for (const call of calls.values()) {
+          if (!call.answered) {
+            call.answered = true // reported here, not again at turn/end
+            violate("calls-answered", `tool call ${call.id} has no tool/result at the end of step ${step}`)
+          }
+        }
         openStep = undefined
+        calls = new Map()
         unannounced = new Set()
         break
       }
@@ -230,6 +245,17 @@ export const make = (options: Options = {}): Checker => {
             calls.set(block.id, call)
             unannounced.add(block.id)
           }
+        }
+        break
+      }
+      case "user/message": {
+        if (openTurn === undefined) violate("message-in-turn", "a user/message outside a turn")
+        break
+      }
+      case "steering/message": {
+        if (openTurn === undefined) violate("message-in-turn", "a steering/message outside a turn")
+        else if (event.data.turn !== openTurn) {
+          violate("message-in-turn", `a steering/message for turn ${event.data.turn} while turn ${openTurn} is open`)
         }
         break
       }
@@ -255,7 +281,7 @@ export const make = (options: Options = {}): Checker => {
         if (inStep(event.data.turn, event.data.step)) {
           const call = calls.get(id)
           if (call === undefined || !call.called) {
-            violate("result-has-call", `tool/result ${id} has no earlier tool/call in turn ${openTurn}`)
+            violate("result-has-call", `tool/result ${id} has no earlier tool/call in step ${openStep}`)
           } else if (call.answered) {
             violate("result-once", `tool call ${id} already has a result`)
           } else {
@@ -275,7 +301,11 @@ export const make = (options: Options = {}): Checker => {
         } else if (!legal[previous].includes(status)) {
           violate("status-transition", `agent ${agent}'s status goes ${previous} → ${status}`)
         }
+        if (openTurn !== undefined) {
+          violate("status-matches-turns", `agent ${agent}'s status becomes ${status} while turn ${openTurn} is open`)
+        }
         statuses.set(agent, status)
+        latestStatus = status
         if (status === "disposed") disposedAgent = agent
         break
       }

@@ -34,21 +34,25 @@ export const deep = <A>(value: A): A => {
 }
 
 /**
- * Whether a value and everything reachable from it is frozen.
+ * Whether a value and everything reachable from it through string keys is frozen. Meant for
+ * logged data, which is JSON: it does not track visited objects (a cycle deeper than 256
+ * levels is taken as frozen), which keeps the check cheap enough to run on every event.
  *
  * @since 0.1.0
  * @category guards
  */
-export const isDeeplyFrozen = (value: unknown): boolean => {
-  const seen = new Set<object>()
-  const visit = (node: unknown): boolean => {
-    if ((typeof node !== "object" || node === null) && typeof node !== "function") return true
-    const object = node as object
-    if (seen.has(object)) return true
-    seen.add(object)
-    if (ArrayBuffer.isView(object)) return false
-    if (!Object.isFrozen(object)) return false
-    return Reflect.ownKeys(object).every((key) => visit((object as Record<PropertyKey, unknown>)[key]))
+export const isDeeplyFrozen = (value: unknown): boolean => frozenBelow(value, 0)
+
+const frozenBelow = (node: unknown, depth: number): boolean => {
+  if (typeof node !== "object" || node === null) return typeof node !== "function" || Object.isFrozen(node)
+  if (depth > 256) return true
+  if (ArrayBuffer.isView(node) || !Object.isFrozen(node)) return false
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) if (!frozenBelow(node[i], depth + 1)) return false
+    return true
   }
-  return visit(value)
+  for (const key in node) {
+    if (!frozenBelow((node as Record<string, unknown>)[key], depth + 1)) return false
+  }
+  return true
 }

@@ -1,0 +1,224 @@
+/**
+ * Benchmark: append throughput with the invariants checker off and on.
+ *
+ * A session receives a realistic event mix (what the loop writes for turns of three streamed
+ * steps with tool calls: ~77% assistant/chunk). "Off" is SessionStore.layer with one stream
+ * subscriber that only counts events (a stand-in for persistence); "on" adds Invariants.layer,
+ * whose watcher fiber checks every event. Each run appends every event, then waits until the
+ * subscribers have seen them all and, with the checker on, until the checker has checked them
+ * all (`verify`), so the checker's work is inside the measured time wherever the scheduler ran
+ * it. Reference rows separate what any extra subscriber costs from what the checks cost. Runs
+ * of all modes are interleaved; medians are reported.
+ *
+ * Then the rules alone: `Rules.make().push` over pre-built frozen events, with and without the
+ * `data-frozen` walk (`checkFrozen: false`; the Layer itself always walks).
+ *
+ * Run: `npm run bench invariants` (Node runs this file directly; it measures, asserts nothing).
+ */
+import { Invariants, Rules } from "@dsh/invariants"
+import { SessionStore } from "@dsh/session"
+import { Deferred, Effect, Layer, Option, Stream } from "effect"
+import { appendDraft, type Draft, loop, toEvents } from "../test/logs.ts"
+
+const TURNS = 1000
+const RUNS = 9
+const WARMUP = 2
+
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
+
+/** What the loop logs for TURNS turns of three streamed steps (fresh objects: append freezes them). */
+const workload = (): Array<Draft> => {
+  const l = loop("agent-bench").idle()
+  for (let t = 0; t < TURNS; t++) {
+    l.turn({
+      steps: [
+        { chunks: 24, calls: ["ok", "ok"], contextInCall: [1] },
+        { chunks: 16, calls: ["ok"], steering: t % 5 === 0 ? 1 : 0 },
+        { chunks: 40 }
+      ],
+      errorAfter: t % 50 === 0
+    })
+  }
+  return l.drafts
+}
+
+interface Mode {
+  readonly label: string
+  readonly checker: boolean
+  /** Counting subscribers reading one event at a time (as the checker's watcher does). */
+  readonly perEvent: number
+  /** Counting subscribers reading one chunk (all events appended since their last read) at a time. */
+  readonly perChunk: number
+  /** The mode it is compared with. */
+  readonly vs?: string
+}
+
+const modes: ReadonlyArray<Mode> = [
+  { label: "checker off: 1 counting subscriber", checker: false, perEvent: 1, perChunk: 0 },
+  {
+    label: "checker on: 1 counting subscriber + Invariants.layer",
+    checker: true,
+    perEvent: 1,
+    perChunk: 0,
+    vs: "checker off: 1 counting subscriber"
+  },
+  { label: "reference: no subscriber at all", checker: false, perEvent: 0, perChunk: 0 },
+  {
+    label: "Invariants.layer as the only subscriber",
+    checker: true,
+    perEvent: 0,
+    perChunk: 0,
+    vs: "reference: no subscriber at all"
+  },
+  {
+    label: "reference: 2 counting subscribers",
+    checker: false,
+    perEvent: 2,
+    perChunk: 0,
+    vs: "checker off: 1 counting subscriber"
+  },
+  {
+    label: "reference: 1 counting subscriber + 1 chunk-wise",
+    checker: false,
+    perEvent: 1,
+    perChunk: 1,
+    vs: "checker off: 1 counting subscriber"
+  }
+]
+
+interface Timing {
+  readonly append: number
+  readonly total: number
+}
+
+const program = (drafts: ReadonlyArray<Draft>, mode: Mode) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const checker = yield* Effect.serviceOption(Invariants)
+    const session = yield* store.create()
+    const drained = yield* Deferred.make<void>()
+    const expected = drafts.length * (mode.perEvent + mode.perChunk)
+    let counted = 0
+    const count = (k: number) => ((counted += k) === expected ? Deferred.succeed(drained, undefined) : Effect.void)
+    for (let i = 0; i < mode.perEvent; i++) yield* Effect.forkScoped(Stream.runForEach(session.stream, () => count(1)))
+    for (let i = 0; i < mode.perChunk; i++) {
+      yield* Effect.forkScoped(Stream.runForEachArray(session.stream, (chunk) => count(chunk.length)))
+    }
+    // let the subscribers (and the checker's watcher) start and park
+    for (let i = 0; i < 5; i++) yield* Effect.yieldNow
+    const start = performance.now()
+    for (const d of drafts) yield* appendDraft(session, d)
+    const appended = performance.now()
+    if (expected > 0) yield* Deferred.await(drained)
+    if (Option.isSome(checker)) yield* checker.value.verify
+    const end = performance.now()
+    return { append: appended - start, total: end - start } satisfies Timing
+  }).pipe(Effect.scoped)
+
+const checkerLayer = Invariants.layer.pipe(Layer.provideMerge(SessionStore.layer))
+
+const runOnce = (mode: Mode): Promise<Timing> => {
+  const drafts = workload()
+  gc()
+  return Effect.runPromise(program(drafts, mode).pipe(Effect.provide(mode.checker ? checkerLayer : SessionStore.layer)))
+}
+
+const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]!
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const pct = (x: number, base: number) => `${x >= base ? "+" : ""}${fmt(((x - base) / base) * 100, 1)}%`
+
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  console.log(line(header))
+  console.log(widths.map((w) => "-".repeat(w)).join("  "))
+  for (const r of rows) console.log(line(r))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Append throughput
+
+const sample = workload()
+const n = sample.length
+const mix = new Map<string, number>()
+for (const d of sample) mix.set(d.type, (mix.get(d.type) ?? 0) + 1)
+console.log(
+  `workload: ${fmt(n)} events per run (${TURNS} turns); ` +
+    [...mix].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([t, c]) => `${t} ${fmt((c / n) * 100)}%`).join(", ") +
+    ", …"
+)
+console.log(`runs: ${WARMUP} warm-up + ${RUNS} measured per mode, interleaved; medians\n`)
+
+for (let i = 0; i < WARMUP; i++) for (const mode of modes) await runOnce(mode)
+const timings = new Map<string, Array<Timing>>(modes.map((mode) => [mode.label, []]))
+for (let i = 0; i < RUNS; i++) for (const mode of modes) timings.get(mode.label)!.push(await runOnce(mode))
+const result = new Map(modes.map((mode) => {
+  const ts = timings.get(mode.label)!
+  return [mode.label, {
+    append: median(ts.map((t) => t.append)),
+    total: median(ts.map((t) => t.total)),
+    best: Math.min(...ts.map((t) => t.total))
+  }]
+}))
+
+table(
+  ["append throughput, 1 session", "append loop ms", "until drained ms", "best ms", "events/s", "slowdown", "(best)"],
+  modes.map((mode) => {
+    const r = result.get(mode.label)!
+    const base = mode.vs === undefined ? undefined : result.get(mode.vs)!
+    return [
+      `${modes.indexOf(mode) + 1}. ${mode.label}`,
+      fmt(r.append, 1),
+      fmt(r.total, 1),
+      fmt(r.best, 1),
+      fmt(n / (r.total / 1000)),
+      base === undefined ? "" : `${pct(r.total, base.total)} vs ${modes.findIndex((m) => m.label === mode.vs) + 1}`,
+      base === undefined ? "" : pct(r.best, base.best)
+    ]
+  })
+)
+const off = result.get(modes[0]!.label)!
+const on = result.get(modes[1]!.label)!
+console.log(
+  `\nchecker on vs off, with one subscriber: ${pct(on.total, off.total)} (medians, until drained and verified; ` +
+    `best runs ${pct(on.best, off.best)}; append loop alone ${pct(on.append, off.append)}); target: at most +10%`
+)
+
+// ---------------------------------------------------------------------------------------------
+// The rules alone, on pre-built frozen events
+
+const frozen = toEvents(workload())
+const pushAll = (checkFrozen: boolean) => {
+  const checker = Rules.make({ checkFrozen })
+  const start = performance.now()
+  for (const e of frozen) checker.push(e)
+  return performance.now() - start
+}
+for (let i = 0; i < 3; i++) {
+  pushAll(true)
+  pushAll(false)
+}
+const pushes = { walk: [] as Array<number>, noWalk: [] as Array<number> }
+for (let i = 0; i < RUNS; i++) {
+  gc()
+  pushes.walk.push(pushAll(true))
+  pushes.noWalk.push(pushAll(false))
+}
+const walk = median(pushes.walk)
+const noWalk = median(pushes.noWalk)
+const perEvent = (ms: number) => (ms * 1e6) / frozen.length
+const appendNs = perEvent(off.total)
+const share = (ms: number) => `${fmt((perEvent(ms) / appendNs) * 100, 1)}%`
+console.log("")
+table(["Rules.make().push over frozen events", "ms / run", "ns / event", "of an append (1)"], [
+  ["all rules (data-frozen walk on)", fmt(walk, 1), fmt(perEvent(walk)), share(walk)],
+  ["checkFrozen: false", fmt(noWalk, 1), fmt(perEvent(noWalk)), share(noWalk)],
+  ["the data-frozen walk alone", fmt(walk - noWalk, 1), fmt(perEvent(walk - noWalk)), share(walk - noWalk)]
+])
+console.log(`\n(1 = an append with one counting subscriber, until drained: ${fmt(appendNs)} ns per event)`)

@@ -1,0 +1,633 @@
+/**
+ * The rules, one by one: for every rule of `Rules.names`, logs that break it (written through
+ * the session API, except `seq-increments` and `data-frozen`, which the session cannot break
+ * since it assigns `seq` and freezes) yield exactly the expected violations, with the rule's
+ * name, the offending event's seq and type, and the log before the first of them is valid;
+ * the valid logs the loop writes yield none; what the contract does not cover is pinned.
+ */
+import { Rules } from "@dsh/invariants"
+import { Content, Ids } from "@dsh/llm"
+import { type SessionEvent, SessionStore } from "@dsh/session"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  aborted,
+  agentStatus,
+  appendDraft,
+  brief,
+  call,
+  check,
+  chunk,
+  completed,
+  context,
+  disposed,
+  type Draft,
+  draft,
+  failed,
+  limit,
+  loop,
+  message,
+  note,
+  result,
+  steering,
+  toEvents,
+  usage,
+  user
+} from "./logs.ts"
+
+/** Logs the drafts in a fresh session (seeded if asked) of a fresh store; returns what was logged. */
+const logged = (drafts: ReadonlyArray<Draft>, seed: ReadonlyArray<Draft> = []) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const session = yield* store.create(seed.length === 0 ? {} : { seed: toEvents(seed) })
+    for (const d of drafts) yield* appendDraft(session, d)
+    const events = yield* session.events
+    expect(events).toHaveLength(seed.length + drafts.length)
+    return events
+  }).pipe(Effect.provide(SessionStore.layer))
+
+const sorted = <A extends { readonly rule: string; readonly seq: number }>(vs: ReadonlyArray<A>) =>
+  [...vs].sort((a, b) => a.seq - b.seq || a.rule.localeCompare(b.rule))
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks
+// ---------------------------------------------------------------------------------------------
+
+const A = "agent-a"
+const B = "agent-b"
+const idle = agentStatus(A, "idle")
+const running = agentStatus(A, "running")
+const gone = agentStatus(A, "disposed")
+const c1 = Ids.callId("c1")
+const c2 = Ids.callId("c2")
+const c3 = Ids.callId("c3")
+const turnStart = (turn: number) => draft("turn/start", { turn, trigger: "send" })
+const turnEnd = (turn: number, reason: SessionEvent.TurnEndReason = completed) => draft("turn/end", { turn, reason })
+const stepStart = (turn: number, step: number) => draft("step/start", { turn, step })
+const stepEnd = (turn: number, step: number) => draft("step/end", { turn, step })
+
+/** Turn 1 open. */
+const opened = (): Array<Draft> => [idle, running, turnStart(1), user()]
+/** Turn 1, step 1 open. */
+const stepping = (): Array<Draft> => [...opened(), stepStart(1, 1)]
+/** Turn 1, step 1: the message asked for `ids`, announced none yet. */
+const asked = (...ids: ReadonlyArray<Ids.CallId>): Array<Draft> => [...stepping(), message(1, 1, ids), usage(1, 1)]
+/** A complete first turn of two steps (one tool call), the agent idle again. */
+const oneTurn = (ids: "unique" | "scripted" = "unique") =>
+  loop(A, { ids }).idle().turn({ steps: [{ chunks: 2, calls: ["ok"] }, { chunks: 1 }] }).drafts
+
+// ---------------------------------------------------------------------------------------------
+// Breaking logs
+// ---------------------------------------------------------------------------------------------
+
+interface Expected {
+  readonly rule: Rules.Rule
+  readonly seq: number
+  readonly type: string
+}
+
+interface Breaking {
+  readonly name: string
+  /** What the session is seeded with, if anything. */
+  readonly seed: ReadonlyArray<Draft>
+  /** Appended through the session API. */
+  readonly log: ReadonlyArray<Draft>
+  /** Every violation of the log (usually one, at the offending event). */
+  readonly expected: ReadonlyArray<Expected>
+}
+
+/**
+ * `before`, the offending event, then `after`: the offending event breaks `rule` (and `also`,
+ * if given); the events of `before` at the indices of `earlier` break their rules; nothing else
+ * breaks anything (so the events of `after` show what is not reported again).
+ */
+const breaks = (
+  rule: Rules.Rule,
+  name: string,
+  before: ReadonlyArray<Draft>,
+  offending: Draft,
+  options: {
+    readonly seed?: ReadonlyArray<Draft>
+    readonly also?: ReadonlyArray<Rules.Rule>
+    readonly earlier?: ReadonlyArray<{ readonly rule: Rules.Rule; readonly at: number }>
+    readonly after?: ReadonlyArray<Draft>
+  } = {}
+): Breaking => {
+  const from = options.seed?.length ?? 0
+  return {
+    name: `${rule}: ${name}`,
+    seed: options.seed ?? [],
+    log: [...before, offending, ...(options.after ?? [])],
+    expected: [
+      ...(options.earlier ?? []).map(({ at, rule }) => ({ rule, seq: from + at, type: before[at]!.type })),
+      ...[rule, ...(options.also ?? [])].map((rule) => ({ rule, seq: from + before.length, type: offending.type }))
+    ]
+  }
+}
+
+const breaking: ReadonlyArray<Breaking> = [
+  // turn-pairing
+  breaks("turn-pairing", "turn/end with no turn open", [idle], turnEnd(1)),
+  breaks("turn-pairing", "turn/start while a turn is open (nesting)", opened(), turnStart(2)),
+  breaks("turn-pairing", "turn/end carrying another turn's number", opened(), turnEnd(2)),
+  breaks("turn-pairing", "a second turn/end for the same turn", oneTurn(), turnEnd(1)),
+  // turn-numbering
+  breaks("turn-numbering", "the first turn is not 1", [idle, running], turnStart(2)),
+  breaks("turn-numbering", "a turn number repeats", [...oneTurn(), running], turnStart(1)),
+  breaks("turn-numbering", "a turn number is skipped", [...oneTurn(), running], turnStart(3)),
+  breaks(
+    "turn-numbering",
+    "a seeded session starts over at 1 instead of following the seed's last turn",
+    [agentStatus(B, "idle"), agentStatus(B, "running")],
+    turnStart(1),
+    { seed: loop(A).idle().turn({ steps: [{}] }).turn({ steps: [{}] }).dispose().drafts }
+  ),
+  // message-in-turn
+  breaks("message-in-turn", "a user/message outside a turn", [idle], user()),
+  breaks(
+    "message-in-turn",
+    "a user/message before its turn/start (queued messages are logged inside the turn)",
+    [idle, running],
+    user()
+  ),
+  breaks("message-in-turn", "a user/message after the turn ended", oneTurn(), user()),
+  breaks("message-in-turn", "a steering/message outside a turn", oneTurn(), steering(1)),
+  breaks("message-in-turn", "a steering/message carrying another turn's number", opened(), steering(2)),
+  breaks(
+    "message-in-turn",
+    "a steering/message of the previous turn in the next one",
+    [...oneTurn(), running, turnStart(2), user()],
+    steering(1)
+  ),
+  // step-pairing
+  breaks("step-pairing", "step/start outside a turn", [idle], stepStart(1, 1)),
+  breaks("step-pairing", "step/start while a step is open", stepping(), stepStart(1, 2)),
+  breaks("step-pairing", "step/end with no step open", opened(), stepEnd(1, 1)),
+  breaks("step-pairing", "step/end carrying another step number", stepping(), stepEnd(1, 2)),
+  breaks("step-pairing", "step/end carrying another turn number", stepping(), stepEnd(2, 1)),
+  breaks("step-pairing", "step/start carrying another turn number", opened(), stepStart(2, 1)),
+  breaks("step-pairing", "turn/end while a step is open", asked(), turnEnd(1)),
+  // step-numbering
+  breaks("step-numbering", "the first step is not 1", opened(), stepStart(1, 2)),
+  breaks("step-numbering", "a step number repeats", [...asked(), stepEnd(1, 1)], stepStart(1, 1)),
+  breaks(
+    "step-numbering",
+    "steps start again at 1 in every turn",
+    [...oneTurn(), running, turnStart(2), user()],
+    stepStart(2, 3)
+  ),
+  // in-step
+  breaks("in-step", "assistant/chunk between steps", opened(), chunk(1, 1)),
+  breaks("in-step", "assistant/chunk carrying another turn number", stepping(), chunk(2, 1)),
+  breaks("in-step", "assistant/message outside a turn", [idle], message(1, 1)),
+  breaks("in-step", "usage after step/end", [...stepping(), message(1, 1), stepEnd(1, 1)], usage(1, 1)),
+  breaks("in-step", "tool/call carrying another step number", asked(c1), call(1, 2, c1)),
+  breaks(
+    "in-step",
+    "tool/result after its step ended",
+    [...asked(c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1)],
+    result(1, 1, c1)
+  ),
+  // chunk-before-message
+  breaks("chunk-before-message", "a chunk after the message", [...stepping(), chunk(1, 1), message(1, 1)], chunk(1, 1)),
+  breaks("chunk-before-message", "a second assistant/message in a step", [...stepping(), message(1, 1)], message(1, 1)),
+  // usage-after-message
+  breaks("usage-after-message", "usage before the message", [...stepping(), chunk(1, 1)], usage(1, 1)),
+  // call-in-message
+  breaks("call-in-message", "tool/call for a call the message did not ask for", asked(c1), call(1, 1, c2)),
+  breaks("call-in-message", "tool/call twice for one call", [...asked(c1), call(1, 1, c1)], call(1, 1, c1)),
+  breaks("call-in-message", "tool/call before the message", stepping(), call(1, 1, c1)),
+  breaks(
+    "call-in-message",
+    "tool/call in step 2 for a call of step 1",
+    [...asked(c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), stepStart(1, 2), message(1, 2)],
+    call(1, 2, c1)
+  ),
+  // result-has-call
+  breaks("result-has-call", "tool/result for a call nobody made", [...asked(c1), call(1, 1, c1)], result(1, 1, c2)),
+  breaks("result-has-call", "tool/result before its tool/call", asked(c1), result(1, 1, c1)),
+  breaks(
+    "result-has-call",
+    "tool/result for a call of the previous turn (scripted ids)",
+    [...oneTurn("scripted"), running, turnStart(2), user(), stepStart(2, 1), message(2, 1)],
+    result(2, 1, Ids.callId("call_1"))
+  ),
+  breaks(
+    "result-has-call",
+    "a tool/result in step 2 answering step 1's call (step 1 ended without its result)",
+    [...asked(c1), call(1, 1, c1), stepEnd(1, 1), stepStart(1, 2)],
+    result(1, 2, c1),
+    { earlier: [{ rule: "calls-answered", at: asked(c1).length + 1 }] }
+  ),
+  breaks(
+    "result-has-call",
+    "a second result, in step 2, for step 1's answered call (calls are tracked per step, so not result-once)",
+    [...asked(c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), stepStart(1, 2), message(1, 2)],
+    result(1, 2, c1)
+  ),
+  breaks(
+    "result-has-call",
+    "step 2 reuses step 1's id and answers it before announcing it (scripted ids)",
+    [...asked(c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), stepStart(1, 2), message(1, 2, [c1])],
+    result(1, 2, c1)
+  ),
+  // result-once
+  breaks("result-once", "two results for one call", [...asked(c1), call(1, 1, c1), result(1, 1, c1)], result(1, 1, c1)),
+  breaks(
+    "result-once",
+    "an ABORTED result after the real one",
+    [...asked(c1, c2), call(1, 1, c1), result(1, 1, c1), call(1, 1, c2), result(1, 1, c2)],
+    result(1, 1, c1, "aborted")
+  ),
+  // calls-answered: reported at step/end, once (not again at turn/end)
+  breaks(
+    "calls-answered",
+    "the step ends with an announced call that has no result",
+    [...asked(c1, c2), call(1, 1, c1), result(1, 1, c1), call(1, 1, c2)],
+    stepEnd(1, 1),
+    { after: [turnEnd(1, aborted)] }
+  ),
+  breaks(
+    "calls-answered",
+    "the step ends with a call never announced nor answered",
+    asked(c1),
+    stepEnd(1, 1),
+    { after: [turnEnd(1, failed)] }
+  ),
+  breaks(
+    "calls-answered",
+    "an abort gave an ABORTED result to some unfinished calls, not all",
+    [...asked(c1, c2, c3), call(1, 1, c1), result(1, 1, c1), call(1, 1, c2), result(1, 1, c2, "aborted")],
+    stepEnd(1, 1),
+    { after: [turnEnd(1, aborted)] }
+  ),
+  breaks(
+    "calls-answered",
+    "every unanswered call of the step is reported, each once",
+    [...asked(c1, c2, c3), call(1, 1, c1), result(1, 1, c1)],
+    stepEnd(1, 1),
+    { also: ["calls-answered"], after: [turnEnd(1, aborted)] }
+  ),
+  breaks(
+    "calls-answered",
+    "a dangling call of step 1 is not answered by step 2 reusing its id (scripted ids)",
+    [...asked(c1), call(1, 1, c1)],
+    stepEnd(1, 1),
+    {
+      after: [
+        stepStart(1, 2),
+        message(1, 2, [c1]),
+        call(1, 2, c1),
+        result(1, 2, c1),
+        stepEnd(1, 2),
+        turnEnd(1, aborted)
+      ]
+    }
+  ),
+  breaks(
+    "calls-answered",
+    "a step left open at turn/end: its unanswered call is reported at turn/end",
+    [...asked(c1), call(1, 1, c1)],
+    turnEnd(1, aborted),
+    { also: ["step-pairing"] }
+  ),
+  breaks(
+    "calls-answered",
+    "a step that never ended (the next one started): its unanswered call is reported at turn/end",
+    [...asked(c1), call(1, 1, c1), stepStart(1, 2), message(1, 2), stepEnd(1, 2)],
+    turnEnd(1, aborted),
+    { earlier: [{ rule: "step-pairing", at: asked(c1).length + 1 }] }
+  ),
+  // status-transition
+  breaks("status-transition", "the first status is running", [], running),
+  breaks("status-transition", "the first status is disposed", [], gone),
+  breaks("status-transition", "idle repeats", [idle], idle),
+  breaks("status-transition", "running repeats", [idle, running], running),
+  breaks("status-transition", "a new agent's first status is running", [idle, gone], agentStatus(B, "running")),
+  breaks("status-transition", "leaving disposed", [idle, gone], idle, { also: ["nothing-after-disposed"] }),
+  breaks("status-transition", "disposed twice", [idle, gone], gone, { also: ["nothing-after-disposed"] }),
+  // status-matches-turns
+  breaks("status-matches-turns", "a turn while the agent is idle", [idle], turnStart(1)),
+  breaks("status-matches-turns", "a turn after the agent went idle again", oneTurn(), turnStart(2)),
+  breaks(
+    "status-matches-turns",
+    "a turn left open when the agent goes idle (the last turn/end lost)",
+    [...asked(), stepEnd(1, 1)],
+    idle
+  ),
+  breaks(
+    "status-matches-turns",
+    "the agent disposed while its turn is open (turn/end disposed lost)",
+    [...asked(), stepEnd(1, 1)],
+    gone
+  ),
+  breaks("status-matches-turns", "a new agent's status while a turn is open", opened(), agentStatus(B, "idle")),
+  breaks(
+    "status-matches-turns",
+    "a new agent starts a turn while idle",
+    [idle, gone, agentStatus(B, "idle")],
+    turnStart(1)
+  ),
+  // nothing-after-disposed
+  breaks("nothing-after-disposed", "a user message after disposal", [idle, gone], user(), { also: ["message-in-turn"] }),
+  breaks("nothing-after-disposed", "a context message after disposal", [...oneTurn(), gone], context()),
+  breaks("nothing-after-disposed", "a turn after disposal", [...oneTurn(), gone], turnStart(2), {
+    also: ["status-matches-turns"]
+  }),
+  breaks("nothing-after-disposed", "an extension event after disposal", [idle, gone], note("late")),
+  breaks(
+    "nothing-after-disposed",
+    "an agent seen before the disposal comes back (it is not a new agent)",
+    [idle, agentStatus(B, "idle"), agentStatus(B, "disposed")],
+    running
+  )
+]
+
+/** Hand-made events for the two rules the session API cannot break. */
+interface HandMade {
+  readonly name: string
+  readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+  readonly seq: number
+  readonly type: string
+  readonly rule: Rules.Rule
+}
+
+const withSeq = (event: SessionEvent.SessionEvent, seq: number) =>
+  Object.freeze({ ...event, seq }) as SessionEvent.SessionEvent
+
+const handMade: ReadonlyArray<HandMade> = (() => {
+  const valid = toEvents(oneTurn())
+  const [e0, e1, e2] = [valid[0]!, valid[1]!, valid[2]!]
+  // turn 1 open (idle, running, turn/start): the user message below is its first
+  const opening = valid.slice(0, 3)
+  const userMessage = (content: ReadonlyArray<Content.ContentBlock>) =>
+    Object.freeze({
+      type: "user/message",
+      seq: opening.length,
+      time: 0,
+      data: Object.freeze({ content: Object.freeze(content), source: "user" })
+    }) as SessionEvent.SessionEvent
+  return [
+    { name: "seq starts at 1", events: [withSeq(e0, 1)], seq: 1, type: e0.type, rule: "seq-increments" },
+    { name: "a gap (0, 2)", events: [e0, withSeq(e1, 2)], seq: 2, type: e1.type, rule: "seq-increments" },
+    { name: "a repeat (0, 1, 1)", events: [e0, e1, withSeq(e2, 1)], seq: 1, type: e2.type, rule: "seq-increments" },
+    { name: "going back (0, 1, 0)", events: [e0, e1, withSeq(e2, 0)], seq: 0, type: e2.type, rule: "seq-increments" },
+    {
+      name: "an event object that is not frozen",
+      events: [e0, { ...e1 }],
+      seq: 1,
+      type: e1.type,
+      rule: "data-frozen"
+    },
+    {
+      name: "a frozen event whose data is not frozen",
+      events: [e0, Object.freeze({ ...e1, data: { ...(e1.data as object) } }) as SessionEvent.SessionEvent],
+      seq: 1,
+      type: e1.type,
+      rule: "data-frozen"
+    },
+    {
+      name: "a nested content block that is not frozen",
+      events: [...opening, userMessage([Object.freeze(Content.text("ok")), Content.text("mutable")])],
+      seq: opening.length,
+      type: "user/message",
+      rule: "data-frozen"
+    },
+    {
+      name: "a mutable object below a frozen block (the check does not stop at a frozen object)",
+      events: [...opening, userMessage([Object.freeze({ type: "custom", kind: "k", data: { list: [1, 2] } })])],
+      seq: opening.length,
+      type: "user/message",
+      rule: "data-frozen"
+    }
+  ]
+})()
+
+describe("Rules: every rule has a log that breaks it", () => {
+  for (const c of breaking) {
+    it.effect(c.name, () =>
+      Effect.gen(function*() {
+        const events = yield* logged(c.log, c.seed)
+        const violations = check(events)
+        expect(sorted(violations.map(brief))).toStrictEqual(sorted(c.expected))
+        // the log before the first offending event is valid
+        expect(check(events.slice(0, Math.min(...c.expected.map((e) => e.seq))))).toStrictEqual([])
+        for (const v of violations) expect(v.message.length).toBeGreaterThan(0)
+      }))
+  }
+
+  for (const c of handMade) {
+    it(`${c.rule}: ${c.name}`, () => {
+      const violations = check(c.events)
+      expect(violations.map(brief)).toStrictEqual([{ rule: c.rule, seq: c.seq, type: c.type }])
+      expect(check(c.events.slice(0, -1))).toStrictEqual([])
+    })
+  }
+
+  it("the breaking logs exercise exactly the rules of Rules.names, each alone at least once", () => {
+    const exercised = new Set([...breaking.flatMap((c) => c.expected.map((e) => e.rule)), ...handMade.map((c) => c.rule)])
+    expect([...exercised].sort()).toStrictEqual([...Rules.names].sort())
+    const alone = new Set([
+      ...breaking.filter((c) => c.expected.length === 1).map((c) => c.expected[0]!.rule),
+      ...handMade.map((c) => c.rule)
+    ])
+    expect([...alone].sort()).toStrictEqual([...Rules.names].sort())
+    expect(Object.keys(Rules.rules)).toStrictEqual(Rules.names)
+  })
+
+  it("a violation does not stop the checker: later events are still checked", () => {
+    const events = toEvents([idle, running, turnEnd(1), turnStart(1), user(), stepStart(1, 2)])
+    expect(check(events).map(brief)).toStrictEqual([
+      { rule: "turn-pairing", seq: 2, type: "turn/end" },
+      { rule: "step-numbering", seq: 5, type: "step/start" }
+    ])
+  })
+
+  it("checkFrozen: false skips only the data-frozen walk", () => {
+    const events = toEvents(oneTurn(), { freeze: false })
+    expect(new Set(check(events).map((v) => v.rule))).toStrictEqual(new Set(["data-frozen"]))
+    expect(check(events, { checkFrozen: false })).toStrictEqual([])
+    const checker = Rules.make({ checkFrozen: false })
+    for (const e of events) checker.push(e)
+    expect(checker.checked()).toBe(events.length)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Valid logs
+// ---------------------------------------------------------------------------------------------
+
+interface Valid {
+  readonly name: string
+  readonly seed?: ReadonlyArray<Draft>
+  readonly log: ReadonlyArray<Draft>
+}
+
+const valid: ReadonlyArray<Valid> = [
+  { name: "an empty log", log: [] },
+  { name: "an agent that never ran, then disposed", log: [idle, gone] },
+  {
+    name: "several turns; steps with chunks and several tool calls, in order and in parallel",
+    log: loop(A)
+      .idle()
+      .turn({
+        users: 2,
+        steps: [
+          { chunks: 3, calls: ["ok", "ok", "error"] },
+          { chunks: 1, calls: ["ok", "ok", "ok"], parallel: true },
+          { chunks: 2 }
+        ]
+      })
+      .turn({ steps: [{ chunks: 0 }] })
+      .turn({ trigger: "steer", steps: [{ calls: ["ok"], usage: false }, {}] })
+      .drafts
+  },
+  {
+    name: "an aborted turn: ABORTED results for every call it did not finish",
+    log: loop(A)
+      .idle()
+      .turn({ steps: [{ calls: ["ok"] }, { calls: ["ok", "aborted", "aborted"] }], end: aborted })
+      .turn({ steps: [{ calls: ["aborted", "aborted"], parallel: true }], end: aborted })
+      .drafts
+  },
+  {
+    name: "turns cut mid-stream (chunks, no message) by an abort and by an error",
+    log: loop(A)
+      .idle()
+      .turn({ steps: [{ chunks: 2, message: false }], end: aborted })
+      .turn({ steps: [{ calls: ["ok"] }, { chunks: 1, message: false, error: true }], end: failed })
+      .drafts
+  },
+  {
+    name: "context messages anywhere: while idle, between a tool/call and its result, in parallel calls",
+    log: loop(A)
+      .idle()
+      .inject()
+      .turn({ steps: [{ calls: ["ok", "ok"], contextInCall: [0, 1] }, {}] })
+      .inject()
+      .turn({ steps: [{ calls: ["ok", "ok"], parallel: true, contextInCall: [0] }, {}] })
+      .drafts
+  },
+  {
+    name: "steering between and inside steps; errors inside a step and after a turn (a failed flush)",
+    log: loop(A)
+      .idle()
+      .turn({ steps: [{ calls: ["ok"], steeringAtEnd: 1 }, { steering: 2, error: true }], end: failed, errorAfter: true })
+      .turn({ steps: [{ steering: 1 }], errorAfter: true })
+      .drafts
+  },
+  {
+    name: "a turn stopped by a limit; an extension event inside a turn",
+    log: loop(A).idle().turn({ note: true, steps: [{ calls: ["ok"] }, { calls: ["ok"] }], end: limit }).drafts
+  },
+  {
+    name: "disposal mid-turn: turn/end disposed, then running → disposed",
+    log: loop(A).idle().turn({ steps: [{ calls: ["ok"] }, { calls: ["aborted"] }], end: disposed }).drafts
+  },
+  {
+    name: "two agents in sequence: the second starts idle after the first is disposed; turns continue",
+    log: loop(A)
+      .idle()
+      .turn({ steps: [{ calls: ["ok"] }, {}] })
+      .dispose()
+      .switchTo(B)
+      .idle()
+      .turn({ steps: [{}] })
+      .turn({ steps: [{ calls: ["ok", "ok"] }, {}], end: disposed })
+      .drafts
+  },
+  {
+    name: "a seeded session (the seed from a disposed agent) continues seq and turn numbering",
+    seed: loop(A).idle().turn({ steps: [{ calls: ["ok"] }, {}] }).turn({ steps: [{}] }).dispose().drafts,
+    log: loop(B, { turn: 2 }).idle().turn({ steps: [{ calls: ["ok"] }, {}] }).drafts
+  },
+  {
+    name: "a seeded session whose seed ends with the agent idle, continued by the same agent",
+    seed: loop(A).idle().turn({ steps: [{}] }).drafts,
+    log: loop(A, { turn: 1 }).turn({ steps: [{}] }).drafts
+  },
+  {
+    name: "scripted call ids (call_1, call_2, …) reused in every step and turn",
+    log: loop(A, { ids: "scripted" })
+      .idle()
+      .turn({ steps: [{ calls: ["ok", "ok"] }, { calls: ["ok"], parallel: true }, {}] })
+      .turn({ steps: [{ calls: ["ok", "error"] }, {}] })
+      .drafts
+  },
+  {
+    name: "a log cut in the middle of a step (a live session, or a crash): every prefix of a valid log is valid",
+    log: [...asked(c1, c2), call(1, 1, c1), context(), steering(1)]
+  },
+  {
+    name: "turns back to back while the agent stays running (messages queued during a turn, steering left over)",
+    log: loop(A)
+      .idle()
+      .turn({ steps: [{ calls: ["ok"] }, {}], stay: true })
+      .inject()
+      .turn({ trigger: "steer", steps: [{}], stay: true })
+      .turn({ steps: [{}] })
+      .drafts
+  },
+  {
+    name: "disposed between two queued turns: a turn completed, then running → disposed",
+    log: loop(A).idle().turn({ steps: [{ calls: ["ok"] }, {}], stay: true, errorAfter: true }).dispose().drafts
+  },
+  {
+    name: "disposed after going running, before its turn started",
+    log: [idle, running, gone]
+  },
+  {
+    name: "a forked session: the source's log up to its last turn/end (its agent still running there), then a new agent",
+    seed: loop(A).idle().turn({ steps: [{ calls: ["ok"] }, {}] }).drafts.slice(0, -1),
+    log: loop(B, { turn: 1 }).idle().turn({ steps: [{}] }).drafts
+  }
+]
+
+describe("Rules: the valid logs the loop writes break no rule", () => {
+  for (const c of valid) {
+    it.effect(c.name, () =>
+      Effect.gen(function*() {
+        const events = yield* logged(c.log, c.seed)
+        expect(check(events)).toStrictEqual([])
+      }))
+  }
+})
+
+// ---------------------------------------------------------------------------------------------
+// What the contract does not cover (documented so a new rule moves these to the breaking logs)
+// ---------------------------------------------------------------------------------------------
+
+describe("Rules: not covered by the contract today (candidates for new rules)", () => {
+  const gaps: ReadonlyArray<{ readonly name: string; readonly log: ReadonlyArray<Draft> }> = [
+    {
+      // agents are not ordered: nothing-after-disposed only says nothing follows a disposal.
+      // Ordering them is not as simple as "the previous agent is disposed first": a fork's seed
+      // is its source's log, whose agent is not disposed (see the forked session above)
+      name: "a second agent starts before the first is disposed",
+      log: [idle, agentStatus(B, "idle")]
+    },
+    {
+      // status-matches-turns ties statuses to open turns, not to how a turn ended: the loop
+      // logs `disposed` right after a turn/end `disposed`, but no rule requires it
+      name: "a turn ends `disposed`, yet the agent goes idle and runs on",
+      log: [...loop(A).idle().turn({ steps: [{}], end: disposed }).drafts.slice(0, -1), idle, running, turnStart(2)]
+    }
+  ]
+  for (const c of gaps) {
+    it.effect(c.name, () =>
+      Effect.gen(function*() {
+        expect(check(yield* logged(c.log))).toStrictEqual([])
+      }))
+  }
+
+  it.effect("a message naming one call id twice: the missing result is reported at turn/end, not at step/end", () =>
+    // the open step's calls are kept by id, so the first of two calls with one id is only in
+    // the turn's list: calls-answered reports it at turn/end (a log cut after step/end hides
+    // it), where every other unanswered call is reported at its step/end
+    Effect.gen(function*() {
+      const log = [...asked(c1, c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), turnEnd(1)]
+      expect(check(yield* logged(log)).map(brief)).toStrictEqual([
+        { rule: "calls-answered", seq: log.length - 1, type: "turn/end" }
+      ])
+    }))
+})
