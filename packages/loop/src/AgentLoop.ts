@@ -32,6 +32,20 @@
  * gets exactly one `tool/call` and one `tool/result` (an `ABORTED` one if it never finished),
  * so the derived history is always valid for a provider and the invariants hold.
  *
+ * Abort interrupts the step's fiber and disposal the driver's, at any point. So every append
+ * whose bookkeeping decides how a step or turn is closed (turn/start, step/start, each chunk,
+ * assistant/message, tool/call, tool/result, step/end, turn/end) updates that bookkeeping in
+ * the same uninterruptible step: whoever closes the step sees exactly what the log holds.
+ *
+ * Listeners see every event after it is logged. Those logged inside a step or a turn can fail
+ * it; those logged where nothing is left to fail (turn/end, a turn's error, a failed flush,
+ * injected context) run with their failures ignored; none run while the agent is disposed.
+ *
+ * Tracing: spans `Agent.turn` and `Agent.step` (and, inside a step, the model call, the prompt
+ * assembly and the tool calls) carry `dsh.session`, `dsh.agent`, `dsh.turn` and `dsh.step`; a
+ * failed step and a turn that ended with an error carry `dsh.error_code`, a turn its
+ * `dsh.turn.end` reason.
+ *
  * @since 0.1.0
  */
 import { AgentDisposedError, Agents, AgentHooks } from "@dsh/agent"
@@ -192,6 +206,12 @@ export const layer: Layer.Layer<
             ? Effect.void
             : hooks.listeners.apply({ event, agent: agentRef.current }, () => Effect.void)
 
+        // Listeners of events logged where a listener failure cannot end the turn (after turn/end,
+        // outside a turn, while a failure is being recorded): run, failures ignored; not while
+        // the agent is being disposed.
+        const announce = (event: SessionEvent.SessionEvent) =>
+          disposing ? Effect.void : Effect.ignore(notify(event))
+
         const setStatus = (next: Status) =>
           Effect.gen(function*() {
             if (status === next) return
@@ -236,41 +256,64 @@ export const layer: Layer.Layer<
                 (event) => Effect.as(notify(event as SessionEvent.SessionEvent), event)
               )
 
+            // Appends an event and updates the turn's bookkeeping in one uninterruptible step.
+            // An abort (which interrupts the step fiber) or a disposal (the driver) landing
+            // between the two would leave the bookkeeping disagreeing with the log, and whoever
+            // closes the step would then announce a call twice, answer a call never announced,
+            // skip a step/end or close a turn that never started. Listeners run afterwards.
+            const appendMarked = <T extends SessionEvent.CoreType>(
+              type: T,
+              data: SessionEvent.DataOf<T>,
+              mark: () => void
+            ) =>
+              Effect.uninterruptible(
+                Effect.tap(session.append(type, data), () => Effect.sync(mark))
+              )
+            const record = <T extends SessionEvent.CoreType>(type: T, data: SessionEvent.DataOf<T>, mark: () => void) =>
+              Effect.flatMap(appendMarked(type, data, mark), (event) => notify(event as SessionEvent.SessionEvent))
+
             // Closes a step whatever stopped it: a partial answer is kept, every call of the logged
             // message is announced and answered (ABORTED when it has no result), then step/end.
             // `listen` is false when listeners must not run (the turn is being torn down).
             const closeStep = (step: StepLog, reason: string | undefined, listen: boolean) =>
               Effect.gen(function*() {
                 if (step.ended) return
-                const append = <T extends SessionEvent.CoreType>(type: T, data: SessionEvent.DataOf<T>) =>
-                  listen ? Effect.ignore(log(type, data)) : Effect.asVoid(session.append(type, data))
+                const append = <T extends SessionEvent.CoreType>(
+                  type: T,
+                  data: SessionEvent.DataOf<T>,
+                  mark: () => void
+                ) => listen ? Effect.ignore(record(type, data, mark)) : Effect.asVoid(appendMarked(type, data, mark))
                 if (step.message === undefined) {
                   const partial = step.assembler.snapshot().filter((b) =>
                     (b.type === "text" || b.type === "reasoning") && b.text !== ""
                   )
                   if (partial.length > 0) {
-                    step.message = { role: "assistant", content: partial }
-                    yield* append("assistant/message", { turn, step: step.step, content: partial })
+                    yield* append(
+                      "assistant/message",
+                      { turn, step: step.step, content: partial },
+                      () => (step.message = { role: "assistant", content: partial })
+                    )
                   }
                 }
                 for (const call of step.calls) {
                   if (step.answered.has(call.id)) continue
                   if (!step.called.has(call.id)) {
-                    step.called.add(call.id)
                     yield* append("tool/call", {
                       turn,
                       step: step.step,
                       callId: call.id,
                       name: call.name,
                       arguments: call.arguments
-                    })
+                    }, () => step.called.add(call.id))
                   }
                   const result = step.results.get(call.id) ?? ToolResult.aborted(call, reason)
-                  step.answered.add(call.id)
-                  yield* append("tool/result", resultData(turn, step.step, call, result))
+                  yield* append(
+                    "tool/result",
+                    resultData(turn, step.step, call, result),
+                    () => step.answered.add(call.id)
+                  )
                 }
-                step.ended = true
-                yield* append("step/end", { turn, step: step.step })
+                yield* append("step/end", { turn, step: step.step }, () => (step.ended = true))
               })
 
             const isSafe = (call: Content.ToolCallBlock) =>
@@ -292,14 +335,13 @@ export const layer: Layer.Layer<
                   }
                   i += batch.length
                   for (const call of batch) {
-                    step.called.add(call.id)
-                    yield* log("tool/call", {
+                    yield* record("tool/call", {
                       turn,
                       step: step.step,
                       callId: call.id,
                       name: call.name,
                       arguments: call.arguments
-                    })
+                    }, () => step.called.add(call.id))
                   }
                   yield* Effect.forEach(
                     batch,
@@ -311,8 +353,11 @@ export const layer: Layer.Layer<
                   )
                   // results are logged in call order, whichever finished first
                   for (const call of batch) {
-                    step.answered.add(call.id)
-                    yield* log("tool/result", resultData(turn, step.step, call, step.results.get(call.id)!))
+                    yield* record(
+                      "tool/result",
+                      resultData(turn, step.step, call, step.results.get(call.id)!),
+                      () => step.answered.add(call.id)
+                    )
                   }
                 }
               })
@@ -339,11 +384,10 @@ export const layer: Layer.Layer<
                   (input) => Effect.succeed(input.request)
                 )
                 yield* model.stream(request).pipe(
+                  // the assembler takes the chunk with its append, so a partial answer kept on
+                  // abort or disposal is exactly what the logged chunks say
                   Stream.runForEach((chunk: StreamChunk.StreamChunk) =>
-                    Effect.andThen(
-                      log("assistant/chunk", { turn, step: step.step, chunk }),
-                      Effect.sync(() => void step.assembler.push(chunk))
-                    )
+                    record("assistant/chunk", { turn, step: step.step, chunk }, () => void step.assembler.push(chunk))
                   )
                 )
                 const assembled = step.assembler.done()
@@ -371,16 +415,20 @@ export const layer: Layer.Layer<
                   (input) => Effect.succeed(input.message)
                 )
                 const calls = message.content.filter((b): b is Content.ToolCallBlock => b.type === "tool-call")
-                step.message = message
-                step.calls = calls
-                yield* log("assistant/message", { turn, step: step.step, content: message.content, finishReason })
+                yield* record("assistant/message", { turn, step: step.step, content: message.content, finishReason }, () => {
+                  step.message = message
+                  step.calls = calls
+                })
                 if (assembled.usage !== undefined) yield* log("usage", { turn, step: step.step, usage: assembled.usage })
                 yield* runTools(step, calls)
                 return { message, hadToolCalls: calls.length > 0 }
               }).pipe(
-                Effect.withSpan("Agent.step", {
-                  attributes: { "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn, "dsh.step": step.step }
-                })
+                Effect.tapCause((cause) => Effect.annotateCurrentSpan("dsh.error_code", describeCause(cause).code)),
+                Effect.onInterrupt(() => Effect.annotateCurrentSpan("dsh.error_code", "ABORTED")),
+                // the call site would always be this line: not worth an Error per step
+                Effect.withSpan("Agent.step", { attributes: { "dsh.step": step.step } }, { captureStackTrace: false }),
+                // every span inside the step (model call, prompt assembly, tool calls) says whose it is
+                Effect.annotateSpans({ "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn, "dsh.step": step.step })
               )
 
             const drainSteering = Effect.gen(function*() {
@@ -394,8 +442,7 @@ export const layer: Layer.Layer<
             })
 
             const steps = Effect.gen(function*() {
-              started = true
-              yield* log("turn/start", { turn, trigger: messages[0]?.trigger ?? "send" })
+              yield* record("turn/start", { turn, trigger: messages[0]?.trigger ?? "send" }, () => (started = true))
               for (const pending of messages) {
                 yield* log("user/message", { content: pending.content, source: pending.source })
               }
@@ -422,10 +469,11 @@ export const layer: Layer.Layer<
                   answered: new Set(),
                   ended: false
                 }
-                openStep = step
-                yield* log("step/start", { turn, step: stepNumber })
+                yield* record("step/start", { turn, step: stepNumber }, () => (openStep = step))
                 const fiber = yield* Effect.forkChild(runStep(step))
                 run.stepFiber = fiber
+                // an abort that came while the step was being opened found no fiber to interrupt
+                if (run.abort !== null) fiber.interruptUnsafe()
                 const exit = yield* Fiber.await(fiber)
                 run.stepFiber = undefined
                 if (Exit.isFailure(exit)) {
@@ -448,9 +496,10 @@ export const layer: Layer.Layer<
                   invalidArgs.set(call.name, code === "INVALID_ARGS" ? (invalidArgs.get(call.name) ?? 0) + 1 : 0)
                 }
                 const steered = yield* drainSteering
-                step.ended = true
-                yield* log("step/end", { turn, step: step.step })
-                openStep = undefined
+                yield* record("step/end", { turn, step: step.step }, () => {
+                  step.ended = true
+                  openStep = undefined
+                })
                 const stuck = [...invalidArgs].find(([, count]) => count >= maxInvalidArgs)
                 if (stuck !== undefined) {
                   limit = {
@@ -483,8 +532,10 @@ export const layer: Layer.Layer<
             const end = (reason: SessionEvent.TurnEndReason) =>
               Effect.gen(function*() {
                 if (!started || ended) return
-                ended = true
-                yield* session.append("turn/end", { turn, reason })
+                yield* Effect.flatMap(appendMarked("turn/end", { turn, reason }, () => (ended = true)), announce)
+                yield* Effect.annotateCurrentSpan(
+                  reason.kind === "error" ? { "dsh.turn.end": reason.kind, "dsh.error_code": reason.code } : { "dsh.turn.end": reason.kind }
+                )
                 yield* flush(turn)
               })
 
@@ -495,12 +546,15 @@ export const layer: Layer.Layer<
                 if (Cause.hasInterruptsOnly(outcome.cause)) return yield* Effect.failCause(outcome.cause)
                 const { code, message } = describeCause(outcome.cause)
                 stop = { _tag: "Error", code, message }
-                yield* session.append("error", {
-                  turn,
-                  ...(openStep === undefined ? {} : { step: openStep.step }),
-                  message,
-                  code
-                })
+                yield* Effect.flatMap(
+                  session.append("error", {
+                    turn,
+                    ...(openStep === undefined ? {} : { step: openStep.step }),
+                    message,
+                    code
+                  }),
+                  announce
+                )
                 if (openStep !== undefined) yield* closeStep(openStep, `the turn failed: ${message}`, false)
               }
               yield* end(endReason())
@@ -508,6 +562,9 @@ export const layer: Layer.Layer<
 
             // Disposal interrupts the turn: close what is open and end it `disposed`.
             const dispose = Effect.gen(function*() {
+              // the step fiber outlives the interrupted driver until the driver exits: stop it
+              // first, so that nothing it does lands after the turn is closed
+              if (run.stepFiber !== undefined) yield* Fiber.interrupt(run.stepFiber)
               if (!started || ended) return
               if (openStep !== undefined) yield* closeStep(openStep, "the agent was disposed", false)
               yield* end({ kind: "disposed" })
@@ -516,7 +573,8 @@ export const layer: Layer.Layer<
             return turnBody.pipe(
               Effect.onInterrupt(() => dispose),
               Effect.ensuring(Effect.sync(() => (current = undefined))),
-              Effect.withSpan("Agent.turn", { attributes: { "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn } })
+              Effect.withSpan("Agent.turn", {}, { captureStackTrace: false }),
+              Effect.annotateSpans({ "dsh.session": session.id, "dsh.agent": agentId, "dsh.turn": turn })
             )
           })
 
@@ -524,7 +582,7 @@ export const layer: Layer.Layer<
           checkpoint.flush(session).pipe(
             Effect.catch((error) =>
               Effect.gen(function*() {
-                yield* session.append("error", { turn, message: error.message, code: error.code })
+                yield* Effect.flatMap(session.append("error", { turn, message: error.message, code: error.code }), announce)
                 yield* Effect.logWarning(`dsh: flushing session ${session.id} failed: ${error.message}`)
               })
             )
@@ -571,7 +629,10 @@ export const layer: Layer.Layer<
           steer: (input, opts) => enqueue({ content: toContent(input), source: opts?.source ?? "user", trigger: "steer" }),
           inject: (input, opts) =>
             Effect.andThen(refuseWhenDisposed, () =>
-              session.append("context/message", { content: toContent(input), source: opts?.source ?? "context" })),
+              Effect.flatMap(
+                session.append("context/message", { content: toContent(input), source: opts?.source ?? "context" }),
+                announce
+              )),
           abort: (reason) =>
             Effect.sync(() => {
               const run = current
