@@ -1,0 +1,146 @@
+/**
+ * The bridge: any effect/ai `LanguageModel` — so every provider Effect supports — as a dsh
+ * model adapter registered under the model names you give it.
+ *
+ * Per request, the bridge converts the dsh request into a `Prompt` and a handler-less toolkit
+ * (see `PromptConversion`), calls `streamText`, and translates the parts into the chunk
+ * protocol (see `PartTranslation`), mapping failures to `LlmError`s (see `ErrorMapping`).
+ *
+ * **Tools are never executed by effect/ai.** The dsh loop runs tools (through its registry and
+ * execution middleware), so the bridge calls `streamText` with
+ * `disableToolCallResolution: true`: tool calls come out as parts and nothing looks for a
+ * handler. Without it, effect/ai would try to run every call the model makes — with a toolkit
+ * that has no handlers that is a defect (a `TypeError` inside `Toolkit.handle`). The bridge
+ * also asks for `toolCallValidation: "deferred"`, so a call to a tool that was not offered
+ * reaches the loop (whose registry answers it with an `UNKNOWN_TOOL` result the model can act
+ * on) instead of failing the whole response with `InvalidOutputError`.
+ *
+ * **Sampling options.** effect/ai's provider-agnostic options have `toolChoice` (passed
+ * through) but no temperature, output limit or stop sequences: those are each provider's own
+ * configuration (e.g. a provider's `Config` service). The `configure` option receives every
+ * request and the part stream and may provide such configuration; without it,
+ * `temperature`, `maxTokens` and `stop` are not applied.
+ *
+ * @since 0.1.0
+ */
+import type { LlmError, ModelRequest, StreamChunk } from "@dsh/llm"
+import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
+import { Effect, type Layer, Result, type Scope, Stream } from "effect"
+import { type AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
+import * as ErrorMapping from "./ErrorMapping.ts"
+import * as PartTranslation from "./PartTranslation.ts"
+import * as PromptConversion from "./PromptConversion.ts"
+
+/**
+ * The part stream of one request, as `configure` sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Parts = Stream.Stream<Response.AnyPart, AiError.AiError>
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends PromptConversion.Options {
+  /** The model names the adapter serves; requests for them are routed to this model. */
+  readonly models: ReadonlyArray<string>
+  /** The adapter's name, used in errors and traces. Default `"effect-ai"`. */
+  readonly name?: string
+  /**
+   * Adjusts each request's part stream, typically by providing the provider's configuration
+   * from the request's `temperature`, `maxTokens`, `stop` or `providerOptions`, e.g.
+   * `(request, parts) => parts.pipe(Stream.provideService(ProviderConfig, { temperature: request.temperature }))`.
+   * The provider reads its configuration when the stream runs, so what is provided here
+   * reaches it.
+   */
+  readonly configure?: (request: ModelRequest.ModelRequest, parts: Parts) => Parts
+}
+
+/**
+ * The default adapter name.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultName = "effect-ai"
+
+// The part stream of one request. No toolkit when there are no tools: effect/ai then offers
+// none and a tool choice is moot.
+const streamParts = (
+  languageModel: LanguageModel.LanguageModel,
+  request: ModelRequest.ModelRequest,
+  prompt: Prompt.Prompt
+): Parts => {
+  const tools = request.tools ?? []
+  return tools.length === 0
+    ? languageModel.streamText({ prompt, disableToolCallResolution: true, toolCallValidation: "deferred" })
+    : languageModel.streamText({
+      prompt,
+      toolkit: PromptConversion.toToolkit(tools),
+      toolChoice: PromptConversion.toToolChoice(request.toolChoice ?? "auto"),
+      disableToolCallResolution: true,
+      toolCallValidation: "deferred"
+    })
+}
+
+/**
+ * The adapter for an effect/ai model.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (languageModel: LanguageModel.LanguageModel, options: Options): Adapter => ({
+  name: options.name ?? defaultName,
+  models: options.models,
+  stream: (request): Stream.Stream<StreamChunk.StreamChunk, LlmError.LlmError> =>
+    Stream.suspend(() => {
+      const converted = PromptConversion.toPrompt(request, options)
+      if (Result.isFailure(converted)) return Stream.fail(converted.failure)
+      const raw = streamParts(languageModel, request, converted.success)
+      const configured = options.configure === undefined ? raw : options.configure(request, raw)
+      return PartTranslation.translate(configured.pipe(Stream.mapError(ErrorMapping.fromFailure)))
+    })
+})
+
+/**
+ * The adapter for the `LanguageModel` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const adapter = (options: Options): Effect.Effect<Adapter, never, LanguageModel.LanguageModel> =>
+  Effect.gen(function*() {
+    return make(yield* LanguageModel.LanguageModel, options)
+  })
+
+/**
+ * Registers the `LanguageModel` in context as an adapter for `options.models`, for the
+ * Layer's lifetime. Provide the effect/ai provider's Layer to it, and it to a `Model` Layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: Options
+): Layer.Layer<never, ModelErrors.ModelConflictError, ModelRegistry | LanguageModel.LanguageModel> =>
+  layerAdapter(adapter(options))
+
+/**
+ * Registers a given effect/ai model (or the effect that makes one, like `LanguageModel.make`)
+ * as an adapter for `options.models`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = <E = never, R = never>(
+  languageModel: LanguageModel.LanguageModel | Effect.Effect<LanguageModel.LanguageModel, E, R>,
+  options: Options
+): Layer.Layer<never, E | ModelErrors.ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
+  layerAdapter(
+    Effect.map(
+      Effect.isEffect(languageModel) ? languageModel : Effect.succeed(languageModel),
+      (model) => make(model, options)
+    )
+  )
