@@ -1,6 +1,7 @@
 import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent } from "@dsh/agent"
+import { DeepSeekError } from "@dsh/deepseek"
 import { InvariantErrors } from "@dsh/invariants"
 import { LoopErrors } from "@dsh/loop"
 import { Prompt } from "@dsh/prompt"
@@ -20,6 +21,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...ToolErrors.classes,
   ...Agent.classes,
   ...LoopErrors.classes,
+  ...DeepSeekError.classes,
   ...InvariantErrors.classes
 ]
 

@@ -110,6 +110,10 @@ export const catalog = {
     meaning: "A session log broke the event contract (docs/event-contract.md); the message names the rule, the session, the event's seq and type.",
     raisedBy: "@dsh/invariants (InvariantError), raised by the invariants checker in tests and demos"
   },
+  LLM_CONFIG: {
+    meaning: "A model adapter's Layer was built without a required setting (an API key) or with an invalid one (a malformed base URL); the message says how to set it.",
+    raisedBy: "@dsh/deepseek (DeepSeekConfigError), raised when the DeepSeek adapter's Layer is built"
+  },
   SCRIPT_EXHAUSTED: {
     meaning: "The scripted test model received more requests than it was scripted to answer.",
     raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model"

@@ -1,0 +1,159 @@
+/**
+ * The pieces under the adapter, alone: delta translation, usage and finish mapping, status
+ * mapping and Retry-After parsing.
+ */
+import { Failure, Translate, type Wire } from "@dsh/deepseek"
+import type { StreamChunk } from "@dsh/llm"
+import { ChunkContract } from "@dsh/model"
+import { describe, expect, it } from "@effect/vitest"
+import { Redacted } from "effect"
+
+const key = Redacted.make("sk-unit")
+
+/** Feeds wire chunks then [DONE]; returns the chunks and the first failure. */
+const translate = (wire: ReadonlyArray<Wire.ChatChunk>) => {
+  const translator = Translate.make()
+  const out: Array<StreamChunk.StreamChunk> = []
+  for (const chunk of wire) {
+    const failure = translator.chunk(chunk, out)
+    if (failure !== undefined) return { out, failure }
+  }
+  return { out, failure: translator.done(out) }
+}
+const delta = (d: Wire.Delta, finish: string | null = null): Wire.ChatChunk => ({
+  choices: [{ index: 0, delta: d, finish_reason: finish }]
+})
+const finish = (reason: string) => delta({}, reason)
+
+describe("Translate", () => {
+  it("maps usage to disjoint counts", () => {
+    expect(Translate.usage({
+      prompt_tokens: 1100,
+      completion_tokens: 60,
+      prompt_cache_hit_tokens: 1000,
+      prompt_cache_miss_tokens: 100,
+      completion_tokens_details: { reasoning_tokens: 40 }
+    })).toStrictEqual({ inputTokens: 100, outputTokens: 60, cacheReadTokens: 1000, cacheWriteTokens: 0, reasoningTokens: 40 })
+    // OpenAI-compatible: hits as prompt_tokens_details.cached_tokens, misses implied
+    expect(Translate.usage({ prompt_tokens: 50, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 30 } }))
+      .toStrictEqual({ inputTokens: 20, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 0 })
+    expect(Translate.usage({ prompt_tokens: 7, completion_tokens: 1, completion_tokens_details: null }))
+      .toStrictEqual({ inputTokens: 7, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 })
+  })
+
+  it("maps finish reasons, keeping the provider's word", () => {
+    expect(["stop", "tool_calls", "length", "content_filter", "insufficient_system_resource"].map(Translate.finishReason))
+      .toStrictEqual([
+        { kind: "stop", raw: "stop" },
+        { kind: "tool-calls", raw: "tool_calls" },
+        { kind: "length", raw: "length" },
+        { kind: "content-filter", raw: "content_filter" },
+        { kind: "other", name: "insufficient_system_resource", raw: "insufficient_system_resource" }
+      ])
+  })
+
+  it("holds a call's fragments until its id and name are known, then sends them in one delta", () => {
+    const { failure, out } = translate([
+      delta({ tool_calls: [{ index: 0, function: { arguments: "{\"a\"" } }] }), // no id, no name yet
+      delta({ tool_calls: [{ index: 0, id: "c1", function: { arguments: ":" } }] }),
+      delta({ tool_calls: [{ index: 0, function: { name: "f", arguments: "1" } }] }),
+      delta({ tool_calls: [{ index: 0, id: "c1", function: { name: "f", arguments: "}" } }] }), // repeated id/name
+      finish("tool_calls")
+    ])
+    expect(failure).toBeUndefined()
+    expect(out.filter((c) => c.type === "tool-call-delta")).toStrictEqual([
+      { type: "tool-call-delta", index: 0, id: "c1", name: "f", argumentsDelta: "{\"a\":1" },
+      { type: "tool-call-delta", index: 0, id: "c1", argumentsDelta: "}" }
+    ])
+    expect(ChunkContract.check(out)).toStrictEqual([])
+  })
+
+  it("closes text before a tool call, and starts a new block when content resumes", () => {
+    const { out } = translate([
+      delta({ reasoning_content: "r1" }),
+      delta({ content: "t1" }),
+      delta({ tool_calls: [{ index: 0, id: "c", function: { name: "f", arguments: "{}" } }] }),
+      delta({ content: "t2" }),
+      delta({ reasoning_content: "r2" }),
+      finish("stop")
+    ])
+    expect(out.filter((c) => c.type === "block-end").map((c) => c.type === "block-end" && [c.index, c.block.type]))
+      .toStrictEqual([[0, "reasoning"], [1, "text"], [3, "text"], [2, "tool-call"], [4, "reasoning"]])
+    expect(ChunkContract.check(out)).toStrictEqual([])
+  })
+
+  it("emits usage then finish at [DONE], after every block-end", () => {
+    const { out } = translate([
+      delta({ content: "x" }),
+      { choices: [{ index: 0, delta: { content: "" }, finish_reason: "stop" }], usage: null },
+      { choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } }
+    ])
+    expect(out.map((c) => c.type)).toStrictEqual(["block-start", "text-delta", "block-end", "usage", "finish"])
+  })
+
+  it("reads only choice 0", () => {
+    const { out } = translate([
+      { choices: [{ index: 1, delta: { content: "other" } }, { index: 0, delta: { content: "mine" } }] },
+      finish("stop")
+    ])
+    expect(out.flatMap((c) => c.type === "text-delta" ? [c.delta] : [])).toStrictEqual(["mine"])
+  })
+
+  it("refuses what breaks the protocol", () => {
+    expect(translate([delta({ content: "x" })]).failure?.message).toContain("[DONE] arrived before any finish_reason")
+    expect(translate([finish("stop"), delta({ content: "late" })]).failure?.message).toContain("after finish_reason")
+    expect(translate([delta({ tool_calls: [{ index: 0, function: { name: "f" } }] }), finish("tool_calls")]).failure?.message)
+      .toContain("tool call 0 never got an id")
+    expect(translate([delta({ tool_calls: [{ index: 0, id: "c" }] }), finish("tool_calls")]).failure?.message)
+      .toContain("tool call 0 (c) never got a name")
+    const server = translate([{ error: { message: "overloaded" } }]).failure
+    expect([server?._tag, server?.code]).toStrictEqual(["LlmServerError", "LLM_SERVER"])
+  })
+})
+
+describe("Failure", () => {
+  const status = (code: number, body = "", headers: Record<string, string> = {}) =>
+    Failure.fromStatus({ provider: "DeepSeek", status: code, headers, body, now: 0, apiKey: key })
+
+  it("maps statuses to typed errors with the provider's message", () => {
+    const table = [401, 402, 403, 400, 404, 408, 422, 429, 500, 502, 503, 302].map((code) => {
+      const e = status(code, JSON.stringify({ error: { message: `m${code}` } }))
+      return [code, e._tag, e.message.includes(`m${code}`)]
+    })
+    expect(table).toStrictEqual([
+      [401, "LlmAuthError", true],
+      [402, "LlmAuthError", true],
+      [403, "LlmAuthError", true],
+      [400, "LlmInvalidRequestError", true],
+      [404, "LlmInvalidRequestError", true],
+      [408, "LlmTransportError", true],
+      [422, "LlmInvalidRequestError", true],
+      [429, "LlmRateLimitError", true],
+      [500, "LlmServerError", true],
+      [502, "LlmServerError", true],
+      [503, "LlmServerError", true],
+      [302, "LlmProtocolError", true]
+    ])
+    expect(status(500, "  ").message).toBe("DeepSeek failed (HTTP 500)")
+    expect(status(500, "x".repeat(1000)).message.length).toBeLessThan(400)
+  })
+
+  it("reads Retry-After as seconds or an HTTP date, and retry-after-ms", () => {
+    const now = Date.parse("2026-01-01T00:00:00Z")
+    expect(Failure.retryAfterMillis({ "retry-after": "2" }, now)).toBe(2000)
+    expect(Failure.retryAfterMillis({ "retry-after": "Thu, 01 Jan 2026 00:00:30 GMT" }, now)).toBe(30_000)
+    expect(Failure.retryAfterMillis({ "retry-after": "Wed, 31 Dec 2025 23:00:00 GMT" }, now)).toBe(0)
+    expect(Failure.retryAfterMillis({ "retry-after-ms": "1500.2", "retry-after": "9" }, now)).toBe(1501)
+    expect(Failure.retryAfterMillis({ "retry-after": "soon" }, now)).toBeUndefined()
+    expect(Failure.retryAfterMillis({ "retry-after": "-1" }, now)).toBeUndefined()
+    expect(Failure.retryAfterMillis({}, now)).toBeUndefined()
+    const limited = status(429, "", { "retry-after": "Thu, 01 Jan 1970 00:00:05 GMT" })
+    expect(limited._tag === "LlmRateLimitError" && limited.retryAfterMillis).toBe(5000)
+  })
+
+  it("scrubs the key from every message it builds", () => {
+    expect(status(401, JSON.stringify({ error: { message: "key sk-unit rejected" } })).message).toContain("key [redacted] rejected")
+    expect(Failure.describe(new Error("fetch failed", { cause: new Error("connect ECONNREFUSED 127.0.0.1:9") })))
+      .toBe("fetch failed: connect ECONNREFUSED 127.0.0.1:9")
+  })
+})
