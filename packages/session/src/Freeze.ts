@@ -1,8 +1,9 @@
 /**
  * Deep freezing of logged data: the session's guarantee that nothing outside it can change a
- * logged event. It walks the whole value — also below objects that are already frozen, since a
- * frozen object may still hold mutable ones — and costs O(size of the value), paid once per
- * appended event, never per read.
+ * logged event. It walks the whole value through its string keys — also below objects that are
+ * already frozen, since a frozen object may still hold mutable ones — and costs O(size of the
+ * value), paid once per appended event, never per read. Logged data is JSON, so the walk keeps
+ * no visited set; a value nested deeper than 256 levels is frozen down to that depth.
  *
  * @since 0.1.0
  */
@@ -14,23 +15,21 @@
  * @category utils
  */
 export const deep = <A>(value: A): A => {
-  const seen = new Set<object>()
-  const visit = (node: unknown): void => {
-    if (typeof node !== "object" || node === null) {
-      if (typeof node !== "function") return
-    }
-    const object = node as object
-    if (seen.has(object)) return
-    seen.add(object)
-    // typed arrays with elements cannot be frozen; logged data is JSON, so none should be here
-    if (ArrayBuffer.isView(object)) return
-    Object.freeze(object)
-    for (const key of Reflect.ownKeys(object)) {
-      visit((object as Record<PropertyKey, unknown>)[key])
-    }
-  }
-  visit(value)
+  freezeBelow(value, 0)
   return value
+}
+
+// Logged data is JSON (no cycles), so no visited set: a depth bound stops a cyclic value.
+const freezeBelow = (node: unknown, depth: number): void => {
+  if (typeof node !== "object" || node === null || depth > 256) return
+  // typed arrays with elements cannot be frozen; logged data is JSON, so none should be here
+  if (ArrayBuffer.isView(node)) return
+  Object.freeze(node)
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) freezeBelow(node[i], depth + 1)
+    return
+  }
+  for (const key in node) freezeBelow((node as Record<string, unknown>)[key], depth + 1)
 }
 
 /**

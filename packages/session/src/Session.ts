@@ -104,15 +104,15 @@ export const make = (options: {
   })
   const derivation = Derivation.make()
 
+  // One primitive per append (it is the hot path: every model chunk is an event).
   const store = (type: string, data: unknown): Effect.Effect<SessionEvent> =>
-    Effect.flatMap(Clock.currentTimeMillis, (time) =>
-      Effect.suspend(() => {
-        const event = Freeze.deep({ type, seq: log.size(), time, data }) as SessionEvent
-        if (log.append(event) < 0) {
-          return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
-        }
-        return Effect.succeed(event)
-      }))
+    Clock.clockWith((clock) => {
+      const event = Freeze.deep({ type, seq: log.size(), time: clock.currentTimeMillisUnsafe(), data }) as SessionEvent
+      if (log.append(event) < 0) {
+        return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
+      }
+      return Effect.succeed(event)
+    })
 
   const append = ((typeOrDefinition: CoreType | Definition<ExtensionType, unknown>, data: unknown) => {
     if (isDefinition(typeOrDefinition)) {
