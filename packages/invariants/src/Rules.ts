@@ -28,7 +28,7 @@ export const rules = {
   "message-in-turn": "`user/message` and `steering/message` occur only inside an open turn (everything of a turn lies inside it), and a steering message carries its turn's number.",
   "step-pairing": "`step/start` and `step/end` alternate inside the open turn, carry its number and the same step number, and no step is open at `turn/end`.",
   "step-numbering": "Steps are numbered 1, 2, … within each turn.",
-  "in-step": "`assistant/chunk`, `assistant/message`, `usage`, `tool/call` and `tool/result` occur only inside the open step and carry its turn and step numbers.",
+  "in-step": "`model/request`, `assistant/chunk`, `assistant/message`, `usage`, `tool/call` and `tool/result` occur only inside the open step and carry its turn and step numbers.",
   "chunk-before-message": "A step's `assistant/chunk`s come before its `assistant/message`, and a step has at most one `assistant/message`.",
   "usage-after-message": "A step's `usage` comes after its `assistant/message`.",
   "call-in-message": "A `tool/call` names a tool call of its step's `assistant/message`, once.",
@@ -226,6 +226,10 @@ export const make = (options: Options = {}): Checker => {
         openStep = undefined
         calls = new Map()
         unannounced = new Set()
+        break
+      }
+      case "model/request": {
+        inStep(event.data.turn, event.data.step)
         break
       }
       case "assistant/chunk": {

@@ -61,7 +61,7 @@ import {
 } from "@dsh/llm"
 import { Model } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
-import { FlushCheckpoint, type SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
+import { FlushCheckpoint, type SessionErrors, SessionEvent, SessionStore } from "@dsh/session"
 import { ToolRegistry, ToolResult } from "@dsh/tools"
 import {
   Cause,
@@ -136,6 +136,15 @@ const lastTurnOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): number =>
   return last
 }
 
+/** The settings the last `model/request` of a log carried, as JSON. */
+const lastSettingsOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): string | undefined => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!
+    if (event.type === "model/request" && event.data.settings !== undefined) return JSON.stringify(event.data.settings)
+  }
+  return undefined
+}
+
 /** A session's events up to its last completed turn (what a fork starts from). */
 const forkable = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<SessionEvent.SessionEvent> => {
   let open = false
@@ -196,6 +205,8 @@ export const layer: Layer.Layer<
         let status: Status | undefined
         let disposing = false
         let lastTurn = lastTurnOf(yield* session.events)
+        // the settings of the session's last logged request (JSON), carried over from a seed
+        let lastSettings = lastSettingsOf(yield* session.events)
         // the running turn's abort switch
         let current: Run | undefined
 
@@ -383,6 +394,16 @@ export const layer: Layer.Layer<
                   { request: base, context },
                   (input) => Effect.succeed(input.request)
                 )
+                // what was asked, besides the messages the log already determines; the settings
+                // only when they changed, so a replay can check prompt and tools cheaply
+                const settings = SessionEvent.settingsOf(request)
+                const encoded = JSON.stringify(settings)
+                if (encoded === lastSettings) {
+                  yield* log("model/request", { turn, step: step.step, model: request.model })
+                } else {
+                  yield* log("model/request", { turn, step: step.step, model: request.model, settings })
+                  lastSettings = encoded
+                }
                 yield* model.stream(request).pipe(
                   // the assembler takes the chunk with its append, so a partial answer kept on
                   // abort or disposal is exactly what the logged chunks say
@@ -470,8 +491,14 @@ export const layer: Layer.Layer<
                   ended: false
                 }
                 yield* record("step/start", { turn, step: stepNumber }, () => (openStep = step))
-                const fiber = yield* Effect.forkChild(runStep(step))
-                run.stepFiber = fiber
+                // forked and recorded in one step: a disposal landing in between would find no
+                // step fiber to stop, and the step would go on logging after its turn was closed
+                const fiber = yield* Effect.uninterruptibleMask((restore) =>
+                  Effect.tap(Effect.forkChild(restore(runStep(step))), (forked) =>
+                    Effect.sync(() => {
+                      run.stepFiber = forked
+                    }))
+                )
                 // an abort that came while the step was being opened found no fiber to interrupt
                 if (run.abort !== null) fiber.interruptUnsafe()
                 const exit = yield* Fiber.await(fiber)

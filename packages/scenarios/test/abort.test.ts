@@ -54,6 +54,7 @@ describe("abort", () => {
         "turn/start",
         "user/message",
         "step/start",
+        "model/request",
         "assistant/message",
         "step/end",
         "turn/end"
@@ -101,6 +102,7 @@ describe("abort", () => {
         "turn/start",
         "user/message",
         "step/start",
+        "model/request",
         "assistant/message",
         "tool/call",
         "tool/result",
@@ -332,6 +334,7 @@ describe("disposal", () => {
         "turn/start",
         "user/message",
         "step/start",
+        "model/request",
         "assistant/message",
         "step/end",
         "turn/end",

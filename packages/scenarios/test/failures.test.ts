@@ -43,6 +43,7 @@ describe("the model fails", () => {
         "turn/start",
         "user/message",
         "step/start",
+        "model/request",
         "error",
         "assistant/message",
         "step/end",

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Content, FinishReason, HarnessError, Ids, StreamChunk, Usage } from "@dsh/llm"
+import { Content, FinishReason, HarnessError, Ids, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
 import { Schema } from "effect"
 
 const Turn = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -47,6 +47,42 @@ export const TurnEndReason = Schema.Union([
 export type TurnEndReason = typeof TurnEndReason.Type
 
 /**
+ * What a model request asked for besides its messages (which are derived from the log): the
+ * system prompt, the tools and the sampling options. `model/request` events carry it only
+ * when it differs from the session's previous request, so a log records every prompt and tool
+ * change at the cost of one copy per change; a replay carries it forward.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RequestSettings = Schema.Struct({
+  system: Schema.optionalKey(Schema.String),
+  tools: Schema.optionalKey(Schema.Array(ModelRequest.ToolSchema)),
+  toolChoice: Schema.optionalKey(ModelRequest.ToolChoice),
+  temperature: Schema.optionalKey(Schema.Finite),
+  maxTokens: Schema.optionalKey(Schema.Int),
+  stop: Schema.optionalKey(Schema.Array(Schema.String)),
+  providerOptions: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json))
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RequestSettings = typeof RequestSettings.Type
+
+/**
+ * The settings of a request: everything but its model and messages.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const settingsOf = (request: ModelRequest.ModelRequest): RequestSettings => {
+  const { messages: _messages, model: _model, ...settings } = request
+  return settings
+}
+
+/**
  * The data Schema of every core event type.
  *
  * @since 0.1.0
@@ -59,6 +95,12 @@ export const core = {
   "step/end": Schema.Struct({ turn: Turn, step: Step }),
   "user/message": Schema.Struct({ content: Blocks, source: Schema.String }),
   "context/message": Schema.Struct({ content: Blocks, source: Schema.String }),
+  "model/request": Schema.Struct({
+    turn: Turn,
+    step: Step,
+    model: Schema.String,
+    settings: Schema.optionalKey(RequestSettings)
+  }),
   "assistant/chunk": Schema.Struct({ turn: Turn, step: Step, chunk: StreamChunk.StreamChunk }),
   "assistant/message": Schema.Struct({
     turn: Turn,

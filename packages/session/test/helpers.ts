@@ -64,6 +64,24 @@ export const coreSamples = (): Array<CoreDraft> => [
     }
   },
   { type: "context/message", data: { content: [Content.text("the file changed")], source: "ide" } },
+  { type: "model/request", data: { turn: 1, step: 1, model: "deepseek-v4-flash" } },
+  {
+    type: "model/request",
+    data: {
+      turn: 1,
+      step: 2,
+      model: "deepseek-v4-flash",
+      settings: {
+        system: "Be terse.",
+        tools: [{ name: "bash", description: "Run a command", parameters: { type: "object" } }],
+        toolChoice: "auto",
+        temperature: 0.2,
+        maxTokens: 512,
+        stop: ["END"],
+        providerOptions: { deepseek: { thinking: "enabled" } }
+      }
+    }
+  },
   { type: "assistant/chunk", data: { turn: 1, step: 1, chunk: StreamChunk.textDelta(0, "Hel") } },
   {
     type: "assistant/chunk",
