@@ -10,8 +10,8 @@
  * it. Reference rows separate what any extra subscriber costs from what the checks cost. Runs
  * of all modes are interleaved; medians are reported.
  *
- * Then the rules alone: `Rules.make().push` over pre-built frozen events, with and without the
- * `data-frozen` walk (`checkFrozen: false`; the Layer itself always walks).
+ * Then the rules alone: `Rules.make().push` over pre-built frozen events, with each `data-frozen`
+ * mode (`"sampled"`, the Layer's default: every 16th event walked; `"deep"`; `"shallow"`; `"off"`).
  *
  * Run: `npm run bench invariants` (Node runs this file directly; it measures, asserts nothing).
  */
@@ -194,31 +194,25 @@ console.log(
 // The rules alone, on pre-built frozen events
 
 const frozen = toEvents(workload())
-const pushAll = (checkFrozen: boolean) => {
-  const checker = Rules.make({ checkFrozen })
+const pushAll = (frozenMode: (typeof frozenModes)[number]) => {
+  const checker = Rules.make({ frozen: frozenMode })
   const start = performance.now()
   for (const e of frozen) checker.push(e)
   return performance.now() - start
 }
-for (let i = 0; i < 3; i++) {
-  pushAll(true)
-  pushAll(false)
-}
-const pushes = { walk: [] as Array<number>, noWalk: [] as Array<number> }
+const frozenModes = ["sampled", "deep", "shallow", "off"] as const
+for (let i = 0; i < 3; i++) for (const mode of frozenModes) pushAll(mode)
+const pushes: Record<(typeof frozenModes)[number], Array<number>> = { sampled: [], deep: [], shallow: [], off: [] }
 for (let i = 0; i < RUNS; i++) {
   gc()
-  pushes.walk.push(pushAll(true))
-  pushes.noWalk.push(pushAll(false))
+  for (const mode of frozenModes) pushes[mode].push(pushAll(mode))
 }
-const walk = median(pushes.walk)
-const noWalk = median(pushes.noWalk)
 const perEvent = (ms: number) => (ms * 1e6) / frozen.length
 const appendNs = perEvent(off.total)
 const share = (ms: number) => `${fmt((perEvent(ms) / appendNs) * 100, 1)}%`
 console.log("")
-table(["Rules.make().push over frozen events", "ms / run", "ns / event", "of an append (1)"], [
-  ["all rules (data-frozen walk on)", fmt(walk, 1), fmt(perEvent(walk)), share(walk)],
-  ["checkFrozen: false", fmt(noWalk, 1), fmt(perEvent(noWalk)), share(noWalk)],
-  ["the data-frozen walk alone", fmt(walk - noWalk, 1), fmt(perEvent(walk - noWalk)), share(walk - noWalk)]
-])
+table(["Rules.make().push over frozen events", "ms / run", "ns / event", "of an append (1)"], frozenModes.map((mode) => {
+  const ms = median(pushes[mode])
+  return [`frozen: "${mode}"${mode === "sampled" ? " (the Layer's default)" : ""}`, fmt(ms, 1), fmt(perEvent(ms)), share(ms)]
+}))
 console.log(`\n(1 = an append with one counting subscriber, until drained: ${fmt(appendNs)} ns per event)`)

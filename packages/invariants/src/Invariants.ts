@@ -33,11 +33,22 @@ export class Invariants extends Context.Service<Invariants, {
   readonly verify: Effect.Effect<void, InvariantError>
 }>()("@dsh/invariants/Invariants") {
   /**
-   * The checker, over the `SessionStore` it requires.
+   * The checker with the default options (`data-frozen` checked deeply on every 16th event),
+   * over the `SessionStore` it requires.
    *
    * @since 0.1.0
    */
-  static readonly layer: Layer.Layer<Invariants, never, SessionStore> = Layer.effect(
+  static readonly layer: Layer.Layer<Invariants, never, SessionStore> = Layer.suspend(() => layerWith({}))
+}
+
+/**
+ * The checker with options, e.g. `{ frozen: "deep" }` to walk every event's data.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never, SessionStore> =>
+  Layer.effect(
     Invariants,
     Effect.gen(function*() {
       const store = yield* SessionStore
@@ -46,8 +57,14 @@ export class Invariants extends Context.Service<Invariants, {
       // watcher fiber and a catch-up never check an event twice
       const watched = new Map<Session.Session, { readonly checker: Rules.Checker; consumed: number }>()
 
-      const check = (session: Session.Session, checker: Rules.Checker, event: SessionEvent.SessionEvent) => {
-        const found = checker.push(event).map((v) =>
+      const check = (
+        session: Session.Session,
+        checker: Rules.Checker,
+        event: SessionEvent.SessionEvent
+      ): ReadonlyArray<InvariantError> => {
+        const broken = checker.push(event)
+        if (broken.length === 0) return none
+        const found = broken.map((v) =>
           new InvariantError({
             message: `invariant "${v.rule}" violated in session ${session.id} at seq ${v.seq} (${v.type}): ${v.message}`,
             rule: v.rule,
@@ -66,7 +83,7 @@ export class Invariants extends Context.Service<Invariants, {
       const stateOf = (session: Session.Session) => {
         let state = watched.get(session)
         if (state === undefined) {
-          state = { checker: Rules.make(), consumed: 0 }
+          state = { checker: Rules.make(options), consumed: 0 }
           watched.set(session, state)
         }
         return state
@@ -141,7 +158,8 @@ export class Invariants extends Context.Service<Invariants, {
       })
     })
   )
-}
+
+const none: ReadonlyArray<InvariantError> = []
 
 const withCount = (violations: ReadonlyArray<InvariantError>): InvariantError => {
   const first = violations[0]!

@@ -34,7 +34,7 @@ import {
 } from "./logs.ts"
 
 const options = (runs: number) => ({ arbitrary: { runs, size: 240 } })
-const fast = { checkFrozen: false } as const
+const fast = { frozen: "off" } as const
 
 const structural = new Set([
   "turn/start",

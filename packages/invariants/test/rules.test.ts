@@ -350,6 +350,7 @@ interface HandMade {
   readonly seq: number
   readonly type: string
   readonly rule: Rules.Rule
+  readonly options?: Rules.Options
 }
 
 const withSeq = (event: SessionEvent.SessionEvent, seq: number) =>
@@ -374,6 +375,7 @@ const handMade: ReadonlyArray<HandMade> = (() => {
     { name: "going back (0, 1, 0)", events: [e0, e1, withSeq(e2, 0)], seq: 0, type: e2.type, rule: "seq-increments" },
     {
       name: "an event object that is not frozen",
+      options: { frozen: "shallow" },
       events: [e0, { ...e1 }],
       seq: 1,
       type: e1.type,
@@ -381,20 +383,23 @@ const handMade: ReadonlyArray<HandMade> = (() => {
     },
     {
       name: "a frozen event whose data is not frozen",
+      options: { frozen: "shallow" },
       events: [e0, Object.freeze({ ...e1, data: { ...(e1.data as object) } }) as SessionEvent.SessionEvent],
       seq: 1,
       type: e1.type,
       rule: "data-frozen"
     },
     {
-      name: "a nested content block that is not frozen",
+      name: "a nested content block that is not frozen (checked deeply)",
+      options: { frozen: "deep" },
       events: [...opening, userMessage([Object.freeze(Content.text("ok")), Content.text("mutable")])],
       seq: opening.length,
       type: "user/message",
       rule: "data-frozen"
     },
     {
-      name: "a mutable object below a frozen block (the check does not stop at a frozen object)",
+      name: "a mutable object below a frozen block (the deep check does not stop at a frozen object)",
+      options: { frozen: "deep" },
       events: [...opening, userMessage([Object.freeze({ type: "custom", kind: "k", data: { list: [1, 2] } })])],
       seq: opening.length,
       type: "user/message",
@@ -418,11 +423,25 @@ describe("Rules: every rule has a log that breaks it", () => {
 
   for (const c of handMade) {
     it(`${c.rule}: ${c.name}`, () => {
-      const violations = check(c.events)
+      const violations = check(c.events, c.options)
       expect(violations.map(brief)).toStrictEqual([{ rule: c.rule, seq: c.seq, type: c.type }])
-      expect(check(c.events.slice(0, -1))).toStrictEqual([])
+      expect(check(c.events.slice(0, -1), c.options)).toStrictEqual([])
     })
   }
+
+  it("data-frozen: by default every 16th event is walked all the way down, the others not at all", () => {
+    const valid = toEvents(
+      loop(A).idle().turn({ steps: [{ chunks: 6, calls: ["ok"] }, { chunks: 6 }] }).turn({ steps: [{ chunks: 6 }] }).drafts
+    )
+    expect(valid.length).toBeGreaterThan(17)
+    // the event at `at` keeps a frozen envelope but gets thawed data
+    const thaw = (at: number) =>
+      valid.map((e, i) => (i === at ? Object.freeze({ ...e, data: structuredClone(e.data) }) as SessionEvent.SessionEvent : e))
+    expect(check(thaw(16)).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 16, type: valid[16]!.type }])
+    expect(check(thaw(0)).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 0, type: valid[0]!.type }])
+    expect(check(thaw(5))).toStrictEqual([])
+    expect(check(thaw(5), { frozen: "deep" }).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 5, type: valid[5]!.type }])
+  })
 
   it("the breaking logs exercise exactly the rules of Rules.names, each alone at least once", () => {
     const exercised = new Set([...breaking.flatMap((c) => c.expected.map((e) => e.rule)), ...handMade.map((c) => c.rule)])
@@ -443,11 +462,11 @@ describe("Rules: every rule has a log that breaks it", () => {
     ])
   })
 
-  it("checkFrozen: false skips only the data-frozen walk", () => {
+  it('frozen: "off" skips only the data-frozen check', () => {
     const events = toEvents(oneTurn(), { freeze: false })
     expect(new Set(check(events).map((v) => v.rule))).toStrictEqual(new Set(["data-frozen"]))
-    expect(check(events, { checkFrozen: false })).toStrictEqual([])
-    const checker = Rules.make({ checkFrozen: false })
+    expect(check(events, { frozen: "off" })).toStrictEqual([])
+    const checker = Rules.make({ frozen: "off" })
     for (const e of events) checker.push(e)
     expect(checker.checked()).toBe(events.length)
   })

@@ -1,7 +1,7 @@
 /**
  * The code of the cookbook pages docs/cookbook/writing-a-middleware.md (a permission gate and
- * a request middleware) and docs/cookbook/ui-events.md (a UI on `agent.events` and
- * `statusChanges`), run as scenarios so the pages cannot drift from what works.
+ * a request middleware) and docs/cookbook/ui-events.md (a UI on `agent.events`), run as
+ * scenarios so the pages cannot drift from what works.
  */
 import { type Agent, Hooks } from "@dsh/agent"
 import { Content, type Message } from "@dsh/llm"
@@ -142,31 +142,38 @@ const render = (event: SessionEvent.SessionEvent): string | undefined => {
       return `\n! ${event.data.code}: ${event.data.message}\n`
     case "turn/end":
       return event.data.reason.kind === "completed" ? "\n" : `\n(turn ${event.data.reason.kind})\n`
+    case "agent/status":
+      return `<${event.data.status}>`
     default:
       return undefined
   }
 }
 
 /**
- * A UI: a fiber printing the events, another showing the status, both started at once (so
- * they see everything from now on) and stopped when the scope closes.
+ * A UI: the status now, then a fiber printing every event from now on (status changes
+ * included, in log order), stopped when the scope closes. It returns an Effect that waits
+ * until the UI has drawn everything the agent logged so far: readers run on their own fibers
+ * and take what was appended in batches, so `awaitIdle` says the agent is done, not the UI.
  */
 const attachUi = (agent: Agent.Agent, print: (text: string) => void) =>
   Effect.gen(function*() {
+    print(`<${yield* agent.status}>`)
+    let drawn = (yield* agent.session.seq) - 1
     yield* agent.events.pipe(
       Stream.runForEach((event) =>
         Effect.sync(() => {
           const text = render(event)
           if (text !== undefined) print(text)
+          drawn = event.seq
         })
       ),
       Effect.forkScoped({ startImmediately: true })
     )
-    yield* agent.statusChanges.pipe(
-      Stream.takeUntil((status) => status === "disposed"),
-      Stream.runForEach((status) => Effect.sync(() => print(`<${status}>`))),
-      Effect.forkScoped({ startImmediately: true })
-    )
+    const caughtUp = Effect.gen(function*() {
+      const last = (yield* agent.session.seq) - 1
+      while (drawn < last) yield* Effect.yieldNow
+    })
+    return caughtUp
   })
 
 describe("cookbook: a UI on agent events", () => {
@@ -174,9 +181,10 @@ describe("cookbook: a UI on agent events", () => {
     Effect.gen(function*() {
       let screen = ""
       const agent = yield* create()
-      yield* attachUi(agent, (text) => (screen += text))
+      const uiCaughtUp = yield* attachUi(agent, (text) => (screen += text))
       yield* agent.send("read a")
       yield* agent.awaitIdle
+      yield* uiCaughtUp
       expect(screen).toBe("<idle><running>Let me look.\n[read_file {\"path\":\"a\"}] ok\nIt says hi.\n<idle>")
     }).pipe(
       Effect.scoped,

@@ -47,11 +47,21 @@ export const make = <A>(): Log<A> => {
   const closeWaiters = new Set<() => void>()
   let closed = false
 
-  const wake = () => {
+  let wakePending = false
+  const wakeNow = () => {
+    wakePending = false
     if (waiters.size === 0) return
     const woken = [...waiters]
     waiters.clear()
     for (const resume of woken) resume()
+  }
+  // Readers are woken once per burst of appends, not once per append: an appender running a
+  // burst (a model streaming chunks) keeps going, and each reader then takes the whole burst
+  // as one slice. The microtask runs before any fiber the scheduler resumes next.
+  const wake = () => {
+    if (waiters.size === 0 || wakePending) return
+    wakePending = true
+    queueMicrotask(wakeNow)
   }
 
   const waitBeyond = (cursor: number) =>
@@ -90,7 +100,7 @@ export const make = <A>(): Log<A> => {
     stream,
     close: () => {
       closed = true
-      wake()
+      wakeNow()
       const woken = [...closeWaiters]
       closeWaiters.clear()
       for (const resume of woken) resume()
