@@ -7,92 +7,10 @@
  */
 import { Derivation, Session } from "@dsh/session"
 import { Effect, Fiber, Stream } from "effect"
-
-const gc = (): void => {
-  const collect = (globalThis as { gc?: () => void }).gc
-  if (collect !== undefined) {
-    collect()
-    collect()
-  }
-}
-const hasGc = (globalThis as { gc?: unknown }).gc !== undefined
-
-const table = (title: string, head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): void => {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ")
-  console.log(`\n${title}`)
-  console.log(line(head))
-  console.log(widths.map((w) => "-".repeat(w)).join("  "))
-  for (const row of rows) console.log(line(row))
-}
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+import { appendAny, fmt, gc, hasGc, stepDrafts, table } from "./workload.ts"
 
 let sessions = 0
 const makeSession = () => Session.make({ id: `bench-${sessions++}` as never, createdAt: 0 })
-
-// ---------------------------------------------------------------------------------------------
-// A realistic event mix. Data is parsed from JSON text, as it arrives from a model or a file,
-// so every string is a fresh flat string (not a slice or a shared literal).
-// ---------------------------------------------------------------------------------------------
-
-const words = "the quick brown fox jumps over the lazy dog while reading src/session/Log.ts again "
-const textOf = (length: number, salt: number) => {
-  const s = `${salt} ${words.repeat(Math.ceil(length / words.length))}`
-  return s.slice(0, length)
-}
-
-type Draft = { readonly type: string; readonly data: unknown }
-
-/**
- * One step of ~10 events: step/start, 4 text chunks, the assistant message (text and one tool
- * call), tool/call, tool/result, usage, step/end. Every 5th step opens a turn with a user
- * message and the 5th closes it.
- */
-const stepDrafts = (n: number): Array<Draft> => {
-  const turn = 1 + Math.floor(n / 5)
-  const step = 1 + (n % 5)
-  const callId = `call_${n}`
-  const json = JSON.stringify([
-    ...(step === 1
-      ? [
-        { type: "turn/start", data: { turn, trigger: "send" } },
-        { type: "user/message", data: { content: [{ type: "text", text: textOf(200, n) }], source: "user" } }
-      ]
-      : []),
-    { type: "step/start", data: { turn, step } },
-    ...[0, 1, 2, 3].map((i) => ({
-      type: "assistant/chunk",
-      data: { turn, step, chunk: { type: "text-delta", index: 0, delta: textOf(24, n * 10 + i) } }
-    })),
-    {
-      type: "assistant/message",
-      data: {
-        turn,
-        step,
-        content: [
-          { type: "text", text: textOf(96, n) },
-          { type: "tool-call", id: callId, name: "read_file", arguments: `{"path":"src/file_${n}.ts"}` }
-        ],
-        finishReason: { kind: "tool-calls" }
-      }
-    },
-    { type: "tool/call", data: { turn, step, callId, name: "read_file", arguments: `{"path":"src/file_${n}.ts"}` } },
-    {
-      type: "tool/result",
-      data: { turn, step, callId, content: [{ type: "text", text: textOf(600, n) }], isError: false }
-    },
-    {
-      type: "usage",
-      data: { turn, step, usage: { inputTokens: 1200 + n, outputTokens: 80, cacheReadTokens: 9000, cacheWriteTokens: 0 } }
-    },
-    { type: "step/end", data: { turn, step } },
-    ...(step === 5 ? [{ type: "turn/end", data: { turn, reason: { kind: "completed" } } }] : [])
-  ])
-  return JSON.parse(json) as Array<Draft>
-}
-
-const appendAny = (session: Session.Session, d: Draft) =>
-  (session.append as unknown as (type: string, data: unknown) => Effect.Effect<unknown>)(d.type, d.data)
 
 /** Appends steps until the log holds at least `events` events; returns the next step number. */
 const fill = (session: Session.Session, events: number, from = 0) =>

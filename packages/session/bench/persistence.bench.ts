@@ -4,7 +4,7 @@
  * and the time to load and resume a session of 1M events. Measures only; nothing here asserts.
  * Run directly by Node with --expose-gc, so the file uses erasable TypeScript only.
  */
-import { FlushCheckpoint, JsonlSessions, type Session, SessionStore } from "@dsh/session"
+import { FlushCheckpoint, JsonlSessions, SessionStore } from "@dsh/session"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { Effect, Layer } from "effect"
@@ -12,69 +12,9 @@ import { statSync } from "node:fs"
 import { mkdtemp, open, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { appendAny, type Draft, fmt, gc, stepDrafts, table } from "./workload.ts"
 
-const gc = (): void => {
-  const collect = (globalThis as { gc?: () => void }).gc
-  if (collect !== undefined) {
-    collect()
-    collect()
-  }
-}
-
-const table = (title: string, head: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): void => {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ")
-  console.log(`\n${title}`)
-  console.log(line(head))
-  console.log(widths.map((w) => "-".repeat(w)).join("  "))
-  for (const row of rows) console.log(line(row))
-}
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 const mb = (bytes: number) => bytes / (1024 * 1024)
-
-// ---------------------------------------------------------------------------------------------
-// A realistic event mix: a step is step/start, 4 text chunks, the assistant message (text and a
-// tool call), tool/call, tool/result (600 characters), usage, step/end; every 5th step opens a
-// turn with a user message and the 5th closes it. About 10.6 events and 2.3 KB per step.
-// ---------------------------------------------------------------------------------------------
-
-const words = "the quick brown fox jumps over the lazy dog while reading src/session/Log.ts again "
-const textOf = (length: number, salt: number) => `${salt} ${words.repeat(Math.ceil(length / words.length))}`.slice(0, length)
-
-type Draft = { readonly type: string; readonly data: unknown }
-
-const stepDrafts = (n: number): Array<Draft> => {
-  const turn = 1 + Math.floor(n / 5)
-  const step = 1 + (n % 5)
-  const callId = `call_${n}`
-  const args = `{"path":"src/file_${n}.ts"}`
-  return [
-    ...(step === 1
-      ? [
-        { type: "turn/start", data: { turn, trigger: "send" } },
-        { type: "user/message", data: { content: [{ type: "text", text: textOf(200, n) }], source: "user" } }
-      ]
-      : []),
-    { type: "step/start", data: { turn, step } },
-    ...[0, 1, 2, 3].map((i) => ({
-      type: "assistant/chunk",
-      data: { turn, step, chunk: { type: "text-delta", index: 0, delta: textOf(24, n * 10 + i) } }
-    })),
-    {
-      type: "assistant/message",
-      data: {
-        turn,
-        step,
-        content: [{ type: "text", text: textOf(96, n) }, { type: "tool-call", id: callId, name: "read_file", arguments: args }]
-      }
-    },
-    { type: "tool/call", data: { turn, step, callId, name: "read_file", arguments: args } },
-    { type: "tool/result", data: { turn, step, callId, content: [{ type: "text", text: textOf(600, n) }], isError: false } },
-    { type: "usage", data: { turn, step, usage: { inputTokens: 1200 + n, outputTokens: 80, cacheReadTokens: 9000, cacheWriteTokens: 0 } } },
-    { type: "step/end", data: { turn, step } },
-    ...(step === 5 ? [{ type: "turn/end", data: { turn, reason: { kind: "completed" } } }] : [])
-  ]
-}
 
 /** An endless supply of drafts, step after step. */
 const drafts = () => {
@@ -85,9 +25,6 @@ const drafts = () => {
     return queue.shift()!
   }
 }
-
-const appendAny = (session: Session.Session, d: Draft) =>
-  (session.append as unknown as (type: string, data: unknown) => Effect.Effect<unknown>)(d.type, d.data)
 
 const Live = (directory: string) =>
   JsonlSessions.layer({ directory }).pipe(Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)))
