@@ -6,6 +6,7 @@ import { InvariantErrors } from "@dsh/invariants"
 import { LoopErrors } from "@dsh/loop"
 import { Prompt } from "@dsh/prompt"
 import { SessionErrors } from "@dsh/session"
+import { Replay } from "@dsh/testing"
 import { ToolErrors } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
@@ -22,7 +23,8 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...Agent.classes,
   ...LoopErrors.classes,
   ...DeepSeekError.classes,
-  ...InvariantErrors.classes
+  ...InvariantErrors.classes,
+  ...Replay.classes
 ]
 
 describe("docs/errors.md", () => {

@@ -114,6 +114,10 @@ export const catalog = {
     meaning: "A model adapter's Layer was built without a required setting (an API key) or with an invalid one (a malformed base URL); the message says how to set it.",
     raisedBy: "@dsh/deepseek (DeepSeekConfigError), raised when the DeepSeek adapter's Layer is built"
   },
+  REPLAY_MISMATCH: {
+    meaning: "A replayed model request differs from the recorded session (model, system prompt, tools, settings or derived messages), or goes past the recording; the message names the request, the recorded step and the first difference with expected and actual previews.",
+    raisedBy: "@dsh/testing (ReplayMismatchError), raised by the replay model as a defect of its stream"
+  },
   SCRIPT_EXHAUSTED: {
     meaning: "The scripted test model received more requests than it was scripted to answer.",
     raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model"

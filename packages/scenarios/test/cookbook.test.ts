@@ -169,9 +169,11 @@ const attachUi = (agent: Agent.Agent, print: (text: string) => void) =>
       ),
       Effect.forkScoped({ startImmediately: true })
     )
+    // `drawn` moves on the UI's fiber; yielding lets it run
+    const hasDrawn = (seq: number) => drawn >= seq
     const caughtUp = Effect.gen(function*() {
       const last = (yield* agent.session.seq) - 1
-      while (drawn < last) yield* Effect.yieldNow
+      while (!hasDrawn(last)) yield* Effect.yieldNow
     })
     return caughtUp
   })
