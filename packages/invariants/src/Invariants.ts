@@ -102,7 +102,8 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
                   const at = position++
                   if (at < state.consumed) continue
                   state.consumed = at + 1
-                  found.push(...check(session, state.checker, event))
+                  const broken = check(session, state.checker, event)
+                  if (broken.length > 0) found.push(...broken)
                 }
                 return report(found)
               })
@@ -127,7 +128,8 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
                   const at = from + i
                   if (at < state.consumed) return
                   state.consumed = at + 1
-                  found.push(...check(session, state.checker, event))
+                  const broken = check(session, state.checker, event)
+                  if (broken.length > 0) found.push(...broken)
                 })
                 return report(found)
               }))
