@@ -76,7 +76,8 @@ import {
   Stream,
   SubscriptionRef
 } from "effect"
-import { TurnDefectError } from "./LoopError.ts"
+import { describeCause } from "./internal/failure.ts"
+import { forkable, lastSettingsOf, lastTurnOf } from "./internal/history.ts"
 
 type Agent = AgentModule.Agent
 type Status = AgentModule.Status
@@ -110,55 +111,10 @@ const DEFAULT_MAX_INVALID_ARGS = 3
 const toContent = (input: AgentModule.Input): ReadonlyArray<Content.ContentBlock> =>
   typeof input === "string" ? [Content.text(input)] : input
 
-const describeDefect = (defect: unknown): { code: string; message: string } => {
-  if (HarnessError.isHarnessError(defect)) return { code: defect.code, message: defect.message }
-  const message = defect instanceof Error ? defect.message : String(defect)
-  return { code: TurnDefectError.fields.code.schema.literal, message: `unexpected failure: ${message}` }
-}
 
-/** The code and message of a failed step's cause (typed failure or defect). */
-const describeCause = (cause: Cause.Cause<unknown>): { code: string; message: string } => {
-  const failure = Cause.findErrorOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    if (HarnessError.isHarnessError(error)) return { code: error.code, message: error.message }
-    return describeDefect(error)
-  }
-  const defect = Cause.findDefect(cause)
-  if (defect._tag === "Success") return describeDefect(defect.success)
-  return describeDefect(Cause.squash(cause))
-}
 
-/** The last turn number of a log (a seeded session continues from it). */
-const lastTurnOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): number => {
-  let last = 0
-  for (const event of events) if (event.type === "turn/start") last = Math.max(last, event.data.turn)
-  return last
-}
 
-/** The settings the last `model/request` of a log carried, as JSON. */
-const lastSettingsOf = (events: ReadonlyArray<SessionEvent.SessionEvent>): string | undefined => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const event = events[i]!
-    if (event.type === "model/request" && event.data.settings !== undefined) return JSON.stringify(event.data.settings)
-  }
-  return undefined
-}
 
-/** A session's events up to its last completed turn (what a fork starts from). */
-const forkable = (events: ReadonlyArray<SessionEvent.SessionEvent>): ReadonlyArray<SessionEvent.SessionEvent> => {
-  let open = false
-  let cut = 0
-  events.forEach((event, i) => {
-    if (event.type === "turn/start") open = true
-    if (event.type === "turn/end") {
-      open = false
-      cut = i + 1
-    }
-    if (!open && event.type !== "turn/end" && event.type !== "agent/status") cut = i + 1
-  })
-  return events.slice(0, cut)
-}
 
 /**
  * The loop as the `Agents` service.
