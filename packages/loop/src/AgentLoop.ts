@@ -66,6 +66,7 @@ import { ToolRegistry, ToolResult } from "@dsh/tools"
 import {
   Cause,
   Data,
+  Deferred,
   Effect,
   Exit,
   Fiber,
@@ -155,8 +156,14 @@ export const layer: Layer.Layer<
         const steering: Array<Pending> = []
         const wake = yield* Latch.make(false)
         const statusRef = yield* SubscriptionRef.make<Status>("idle")
-        // true from a send until the agent is idle with nothing queued: what awaitIdle waits on
-        const busyRef = yield* SubscriptionRef.make(false)
+        // completed whenever the agent is idle with nothing queued (or disposed); a send to an
+        // idle agent replaces it with a fresh one: what awaitIdle waits on
+        let idle = Deferred.makeUnsafe<void>()
+        Deferred.doneUnsafe(idle, Effect.void)
+        const becomeBusy = () => {
+          if (Deferred.isDoneUnsafe(idle)) idle = Deferred.makeUnsafe<void>()
+        }
+        const becomeIdle = () => void Deferred.doneUnsafe(idle, Effect.void)
         // undefined until the first status is logged
         let status: Status | undefined
         let disposing = false
@@ -199,7 +206,7 @@ export const layer: Layer.Layer<
             Effect.gen(function*() {
               if (pending.trigger === "steer" && current !== undefined) steering.push(pending)
               else queued.push(pending)
-              yield* SubscriptionRef.set(busyRef, true)
+              becomeBusy()
               yield* wake.open
             }))
 
@@ -578,7 +585,7 @@ export const layer: Layer.Layer<
             yield* wake.await
             yield* wake.close
             if (queued.length === 0) {
-              if (current === undefined) yield* SubscriptionRef.set(busyRef, false)
+              if (current === undefined) becomeIdle()
               continue
             }
             yield* setStatus("running")
@@ -589,7 +596,7 @@ export const layer: Layer.Layer<
               if (steering.length > 0) queued.push(...steering.splice(0, steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
             }
             yield* setStatus("idle")
-            if (queued.length === 0) yield* SubscriptionRef.set(busyRef, false)
+            if (queued.length === 0) becomeIdle()
           }
         })
 
@@ -601,7 +608,7 @@ export const layer: Layer.Layer<
             disposing = true
             yield* Fiber.interrupt(driverFiber)
             yield* setStatus("disposed")
-            yield* SubscriptionRef.set(busyRef, false)
+            becomeIdle()
           })
         )
 
@@ -626,11 +633,7 @@ export const layer: Layer.Layer<
           status: Effect.sync(() => status ?? "idle"),
           statusChanges: SubscriptionRef.changes(statusRef),
           events: Stream.unwrap(Effect.map(session.seq, (seq) => session.streamFrom(seq))),
-          awaitIdle: SubscriptionRef.changes(busyRef).pipe(
-            Stream.filter((busy) => !busy),
-            Stream.take(1),
-            Stream.runDrain
-          )
+          awaitIdle: Effect.suspend(() => Deferred.await(idle))
         }
         agentRef.current = agent
         return agent
