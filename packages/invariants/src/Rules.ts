@@ -147,11 +147,28 @@ export const make = (options: Options = {}): Checker => {
   // the agent whose disposal closed the session to further events, if any
   let disposedAgent: string | undefined
 
-  const push = (event: SessionEvent.SessionEvent): ReadonlyArray<Violation> => {
-    // allocated only when something breaks: checking runs on every event
-    let out: Array<Violation> | undefined
-    const violate = (rule: Rule, message: string) =>
-      (out ??= []).push({ rule, seq: event.seq, type: event.type, message })
+  // The event being checked and what it broke live here, not in `push`: checking an event that
+  // breaks nothing then allocates nothing, and it runs on every append.
+  let event: SessionEvent.SessionEvent
+  let out: Array<Violation> | undefined
+  const violate = (rule: Rule, message: string) =>
+    (out ??= []).push({ rule, seq: event.seq, type: event.type, message })
+
+  const inStep = (turn: unknown, step: unknown): boolean => {
+    if (openStep === undefined || openTurn === undefined) {
+      violate("in-step", `${event.type} outside an open step`)
+      return false
+    }
+    if (turn !== openTurn || step !== openStep) {
+      violate("in-step", `${event.type} carries turn ${turn} step ${step}, but turn ${openTurn} step ${openStep} is open`)
+      return false
+    }
+    return true
+  }
+
+  const push = (next: SessionEvent.SessionEvent): ReadonlyArray<Violation> => {
+    event = next
+    out = undefined
 
     if (event.seq !== nextSeq) violate("seq-increments", `expected seq ${nextSeq}, got ${event.seq}`)
     nextSeq = event.seq + 1
@@ -172,17 +189,6 @@ export const make = (options: Options = {}): Checker => {
       }
     }
 
-    const inStep = (turn: unknown, step: unknown): boolean => {
-      if (openStep === undefined || openTurn === undefined) {
-        violate("in-step", `${event.type} outside an open step`)
-        return false
-      }
-      if (turn !== openTurn || step !== openStep) {
-        violate("in-step", `${event.type} carries turn ${turn} step ${step}, but turn ${openTurn} step ${openStep} is open`)
-        return false
-      }
-      return true
-    }
 
     switch (event.type) {
       case "turn/start": {
