@@ -89,6 +89,25 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
         return state
       }
 
+      // Checks `events`, the log's events from position `from` on, skipping those already
+      // checked: the watcher and a catch-up may both reach an event, and it is checked once.
+      const checkFrom = (
+        session: Session.Session,
+        state: { readonly checker: Rules.Checker; consumed: number },
+        from: number,
+        events: ReadonlyArray<SessionEvent.SessionEvent>
+      ) => {
+        const found: Array<InvariantError> = []
+        for (let i = 0; i < events.length; i++) {
+          const at = from + i
+          if (at < state.consumed) continue
+          state.consumed = at + 1
+          const broken = check(session, state.checker, events[i]!)
+          if (broken.length > 0) found.push(...broken)
+        }
+        return report(found)
+      }
+
       const watch = (session: Session.Session) =>
         Effect.suspend(() => {
           const state = stateOf(session)
@@ -97,15 +116,9 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
           return session.stream.pipe(
             Stream.runForEachArray((events) =>
               Effect.suspend(() => {
-                const found: Array<InvariantError> = []
-                for (const event of events) {
-                  const at = position++
-                  if (at < state.consumed) continue
-                  state.consumed = at + 1
-                  const broken = check(session, state.checker, event)
-                  if (broken.length > 0) found.push(...broken)
-                }
-                return report(found)
+                const from = position
+                position += events.length
+                return checkFrom(session, state, from, events)
               })
             )
           )
@@ -119,20 +132,10 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
           (session) => {
             const state = stateOf(session)
             const from = state.consumed
+            // the fiber may yield after the read, and the watcher check some of these events
+            // meanwhile: checkFrom skips them by position
             return Effect.flatMap(session.eventsFrom(from), (events) =>
-              Effect.suspend(() => {
-                // the fiber may have yielded since the read, and the watcher checked some of
-                // these events meanwhile: skip them by position, as the watcher does
-                const found: Array<InvariantError> = []
-                events.forEach((event, i) => {
-                  const at = from + i
-                  if (at < state.consumed) return
-                  state.consumed = at + 1
-                  const broken = check(session, state.checker, event)
-                  if (broken.length > 0) found.push(...broken)
-                })
-                return report(found)
-              }))
+              Effect.suspend(() => checkFrom(session, state, from, events)))
           },
           { discard: true }
         ))
