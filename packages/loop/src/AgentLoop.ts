@@ -167,9 +167,10 @@ export const layer: Layer.Layer<
         // undefined until the first status is logged
         let status: Status | undefined
         let disposing = false
-        let lastTurn = lastTurnOf(yield* session.events)
+        const logged = yield* session.events
+        let lastTurn = lastTurnOf(logged)
         // the settings of the session's last logged request (JSON), carried over from a seed
-        let lastSettings = lastSettingsOf(yield* session.events)
+        let lastSettings = lastSettingsOf(logged)
         // the running turn's abort switch
         let current: Run | undefined
 
