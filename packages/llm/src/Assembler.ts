@@ -137,6 +137,14 @@ const build = (open: Open): ContentBlock | undefined => {
   }
 }
 
+// Blocks are ordered by index, equal indexes in arrival order; indexes mostly arrive in order,
+// so the search from the end is usually one step.
+const insertByIndex = (list: Array<Ended>, entry: Ended) => {
+  let at = list.length
+  while (at > 0 && list[at - 1]!.index > entry.index) at--
+  list.splice(at, 0, entry)
+}
+
 /**
  * Structural equality of JSON-like values (blocks are plain data).
  */
@@ -187,9 +195,7 @@ export const make = (): Assembler => {
   }
 
   const end = (index: number, block: ContentBlock) => {
-    let at = ended.length
-    while (at > 0 && ended[at - 1]!.index > index) at--
-    ended.splice(at, 0, { index, block })
+    insertByIndex(ended, { index, block })
     endedIndexes.add(index)
   }
 
@@ -327,9 +333,7 @@ export const make = (): Assembler => {
     for (const block of open.values()) {
       const built = build(block)
       if (built === undefined) continue
-      let at = all.length
-      while (at > 0 && all[at - 1]!.index > block.index) at--
-      all.splice(at, 0, { index: block.index, block: built })
+      insertByIndex(all, { index: block.index, block: built })
     }
     return all.map((e) => e.block)
   }

@@ -13,6 +13,7 @@
  */
 import { Effect, Schema, type Scope } from "effect"
 import * as HarnessError from "./HarnessError.ts"
+import * as ScopedList from "./ScopedList.ts"
 
 /**
  * An around-middleware: `(input, next) => output`.
@@ -62,12 +63,6 @@ export interface Chain<In, Out> {
   readonly apply: (input: In, terminal: (input: In) => Out) => Out
 }
 
-interface Entry<In, Out> {
-  readonly middleware: Middleware<In, Out>
-  readonly order: number
-  readonly serial: number
-}
-
 /**
  * Makes an empty chain. `suspend` defers building a seam's output (e.g. `Stream.suspend` or
  * `Effect.suspend`), so that a middleware runs when the output is run, and a throw becomes a
@@ -90,36 +85,18 @@ interface Entry<In, Out> {
  * @category constructors
  */
 export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out) => Out }): Chain<In, Out> => {
-  // Copy-on-write: `apply` takes the array it finds, so a registration or removal racing with a
-  // call never changes a chain that is already running.
-  let entries: ReadonlyArray<Entry<In, Out>> = []
-  let serial = 0
-
-  const insert = (entry: Entry<In, Out>) => {
-    const next = entries.slice()
-    let at = next.length
-    while (at > 0 && next[at - 1]!.order > entry.order) at--
-    next.splice(at, 0, entry)
-    entries = next
-  }
-
-  const register = (middleware: Middleware<In, Out>) =>
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const entry: Entry<In, Out> = { middleware, order: middleware.order ?? 0, serial: serial++ }
-        insert(entry)
-        return entry
-      }),
-      (entry) => Effect.sync(() => (entries = entries.filter((e) => e !== entry)))
-    ).pipe(Effect.asVoid)
+  // `apply` takes the array it finds (the list is copy-on-write), so a registration or removal
+  // racing with a call never changes a chain that is already running.
+  const registered = ScopedList.make<Middleware<In, Out>>()
+  const register = (middleware: Middleware<In, Out>) => registered.add(middleware, middleware.order)
 
   const apply = (input: In, terminal: (input: In) => Out): Out => {
-    const snapshot = entries
+    const snapshot = registered.current()
     const at = (i: number, value: In): Out => {
       // Suspended too, so that a throwing terminal is not caught (and blamed) by the innermost
       // middleware's `try` below: it becomes a plain defect of the output.
       if (i >= snapshot.length) return options.suspend(() => terminal(value))
-      const { middleware } = snapshot[i]!
+      const middleware = snapshot[i]!
       return options.suspend(() => {
         try {
           return middleware.around(value, (next) => at(i + 1, next))
@@ -135,7 +112,7 @@ export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out)
     return at(0, input)
   }
 
-  return { register, current: () => entries.map((e) => e.middleware), apply }
+  return { register, current: registered.current, apply }
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))

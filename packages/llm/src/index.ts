@@ -27,6 +27,8 @@ export * as Middleware from "./Middleware.ts"
 /** @since 0.1.0 */
 export * as ModelRequest from "./ModelRequest.ts"
 /** @since 0.1.0 */
+export * as ScopedList from "./ScopedList.ts"
+/** @since 0.1.0 */
 export * as StreamChunk from "./StreamChunk.ts"
 /** @since 0.1.0 */
 export * as Usage from "./Usage.ts"

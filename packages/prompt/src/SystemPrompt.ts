@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { HarnessError, Middleware, type ModelRequest, ScopedList } from "@dsh/llm"
 import { Cause, Context, Effect, Layer, Schema, type Scope } from "effect"
 
 /**
@@ -115,22 +115,8 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<SystemPrompt> = Layer.sync(SystemPrompt, () => {
-    let sections: ReadonlyArray<{ readonly section: Section; readonly order: number }> = []
+    const sections = ScopedList.make<Section>()
     const chain = Middleware.make<AssemblyInput, AssemblyEffect>({ suspend: Effect.suspend })
-
-    const addSection = (section: Section) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          const entry = { section, order: section.order ?? 0 }
-          const next = sections.slice()
-          let at = next.length
-          while (at > 0 && next[at - 1]!.order > entry.order) at--
-          next.splice(at, 0, entry)
-          sections = next
-          return entry
-        }),
-        (entry) => Effect.sync(() => (sections = sections.filter((e) => e !== entry)))
-      ).pipe(Effect.asVoid)
 
     const render = (section: Section): Effect.Effect<string, PromptSectionError> =>
       typeof section.content === "string"
@@ -149,8 +135,7 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
 
     const base = (input: AssemblyInput): AssemblyEffect =>
       Effect.suspend(() => {
-        const current = sections
-        return Effect.forEach(current, ({ section }) =>
+        return Effect.forEach(sections.current(), (section) =>
           Effect.map(render(section), (text) => ({ name: section.name, text })))
       }).pipe(
         Effect.map((rendered) => {
@@ -161,7 +146,7 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
       )
 
     return SystemPrompt.of({
-      addSection,
+      addSection: (section) => sections.add(section, section.order),
       use: chain.register,
       assemble: (input) =>
         chain.apply(input, base).pipe(

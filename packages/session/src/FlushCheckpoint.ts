@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { ScopedList } from "@dsh/llm"
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Session } from "./Session.ts"
 import { PersistenceError } from "./SessionError.ts"
@@ -35,23 +36,12 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<FlushCheckpoint> = Layer.sync(FlushCheckpoint, () => {
-    // one entry per registration, so that closing one scope removes only its own registration
-    // (the same hook object may be registered in several scopes)
-    let hooks: ReadonlyArray<{ readonly hook: FlushHook }> = []
-
-    const register = (hook: FlushHook) =>
-      Effect.asVoid(Effect.acquireRelease(
-        Effect.sync(() => {
-          const entry = { hook }
-          hooks = [...hooks, entry]
-          return entry
-        }),
-        (entry) => Effect.sync(() => (hooks = hooks.filter((e) => e !== entry)))
-      ))
+    // one entry per registration: the same hook registered in two scopes stays until both close
+    const hooks = ScopedList.make<FlushHook>()
 
     const flush = (session: Session) =>
       Effect.suspend(() => {
-        const running = hooks.map((e) => e.hook)
+        const running = hooks.current()
         if (running.length === 0) return Effect.void
         return Effect.forEach(
           running,
@@ -86,6 +76,6 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
         )
       }).pipe(Effect.withSpan("FlushCheckpoint.flush", { attributes: { "dsh.session": session.id } }))
 
-    return FlushCheckpoint.of({ register, flush })
+    return FlushCheckpoint.of({ register: (hook) => hooks.add(hook), flush })
   })
 }

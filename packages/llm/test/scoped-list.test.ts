@@ -1,0 +1,42 @@
+import { ScopedList } from "@dsh/llm"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
+
+describe("ScopedList", () => {
+  it.effect("orders by `order`, equal orders in the order added", () =>
+    Effect.gen(function*() {
+      const list = ScopedList.make<string>()
+      yield* list.add("b", 5)
+      yield* list.add("a", 0)
+      yield* list.add("c", 5)
+      yield* list.add("z", -1)
+      expect(list.current()).toStrictEqual(["z", "a", "b", "c"])
+    }).pipe(Effect.scoped))
+
+  it.effect("closing a scope removes what it added, and only that", () =>
+    Effect.gen(function*() {
+      const list = ScopedList.make<string>()
+      const outer = yield* Scope.make()
+      const inner = yield* Scope.make()
+      yield* list.add("same").pipe(Scope.provide(outer))
+      yield* list.add("same").pipe(Scope.provide(inner))
+      yield* list.add("other").pipe(Scope.provide(inner))
+      expect(list.current()).toStrictEqual(["same", "same", "other"])
+      yield* Scope.close(inner, Exit.void)
+      expect(list.current()).toStrictEqual(["same"])
+      yield* Scope.close(outer, Exit.void)
+      expect(list.current()).toStrictEqual([])
+    }))
+
+  it.effect("a snapshot never changes after later additions and removals", () =>
+    Effect.gen(function*() {
+      const list = ScopedList.make<number>()
+      const scope = yield* Scope.make()
+      yield* list.add(1).pipe(Scope.provide(scope))
+      const snapshot = list.current()
+      yield* list.add(2)
+      yield* Scope.close(scope, Exit.void)
+      expect(snapshot).toStrictEqual([1])
+      expect(list.current()).toStrictEqual([2])
+    }).pipe(Effect.scoped))
+})
