@@ -8,10 +8,13 @@
  * subscribers have seen them all and, with the checker on, until the checker has checked them
  * all (`verify`), so the checker's work is inside the measured time wherever the scheduler ran
  * it. Reference rows separate what any extra subscriber costs from what the checks cost. Runs
- * of all modes are interleaved; medians are reported.
+ * of all modes are interleaved, in an order that alternates from round to round; a mode's
+ * slowdown is the median, over the rounds, of its time divided by its reference's time in the
+ * same round (with the quartiles), which cancels what the machine was doing in that round.
  *
  * Then the rules alone: `Rules.make().push` over pre-built frozen events, with each `data-frozen`
- * mode (`"sampled"`, the Layer's default: every 16th event walked; `"deep"`; `"shallow"`; `"off"`).
+ * mode (`"sampled"`, the Layer's default: the first 256 events walked, then one in 64; `"deep"`;
+ * `"shallow"`; `"off"`), in rotating order (whichever runs first after a GC pays for it).
  *
  * Run: `npm run bench invariants` (Node runs this file directly; it measures, asserts nothing).
  */
@@ -21,8 +24,8 @@ import { Deferred, Effect, Layer, Option, Stream } from "effect"
 import { appendDraft, type Draft, loop, toEvents } from "../test/logs.ts"
 
 const TURNS = 1000
-const RUNS = 9
-const WARMUP = 2
+const RUNS = 21
+const WARMUP = 3
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
 
@@ -130,7 +133,6 @@ const median = (xs: ReadonlyArray<number>) => {
 
 const fmt = (n: number, digits = 0) =>
   n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-const pct = (x: number, base: number) => `${x >= base ? "+" : ""}${fmt(((x - base) / base) * 100, 1)}%`
 
 const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) => {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
@@ -153,41 +155,44 @@ console.log(
     [...mix].sort((a, b) => b[1] - a[1]).slice(0, 4).map(([t, c]) => `${t} ${fmt((c / n) * 100)}%`).join(", ") +
     ", …"
 )
-console.log(`runs: ${WARMUP} warm-up + ${RUNS} measured per mode, interleaved; medians\n`)
+console.log(`runs: ${WARMUP} warm-up + ${RUNS} measured rounds, every mode once per round, order alternating\n`)
 
 for (let i = 0; i < WARMUP; i++) for (const mode of modes) await runOnce(mode)
 const timings = new Map<string, Array<Timing>>(modes.map((mode) => [mode.label, []]))
-for (let i = 0; i < RUNS; i++) for (const mode of modes) timings.get(mode.label)!.push(await runOnce(mode))
-const result = new Map(modes.map((mode) => {
+for (let i = 0; i < RUNS; i++) {
+  for (const mode of i % 2 === 0 ? modes : [...modes].reverse()) timings.get(mode.label)!.push(await runOnce(mode))
+}
+
+const quantile = (xs: ReadonlyArray<number>, q: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * q)]!
+/** A mode's time over its reference's, round by round: the median and quartiles of the ratios. */
+const slowdown = (mode: Mode) => {
   const ts = timings.get(mode.label)!
-  return [mode.label, {
-    append: median(ts.map((t) => t.append)),
-    total: median(ts.map((t) => t.total)),
-    best: Math.min(...ts.map((t) => t.total))
-  }]
-}))
+  const base = timings.get(mode.vs!)!
+  const ratios = ts.map((t, i) => t.total / base[i]!.total)
+  return { median: quantile(ratios, 0.5), q1: quantile(ratios, 0.25), q3: quantile(ratios, 0.75) }
+}
+const ratioPct = (r: number) => `${r >= 1 ? "+" : ""}${fmt((r - 1) * 100, 1)}%`
 
 table(
-  ["append throughput, 1 session", "append loop ms", "until drained ms", "best ms", "events/s", "slowdown", "(best)"],
+  ["append throughput, 1 session", "append loop ms", "until drained ms", "events/s", "slowdown (median)", "quartiles"],
   modes.map((mode) => {
-    const r = result.get(mode.label)!
-    const base = mode.vs === undefined ? undefined : result.get(mode.vs)!
+    const ts = timings.get(mode.label)!
+    const total = median(ts.map((t) => t.total))
+    const s = mode.vs === undefined ? undefined : slowdown(mode)
     return [
       `${modes.indexOf(mode) + 1}. ${mode.label}`,
-      fmt(r.append, 1),
-      fmt(r.total, 1),
-      fmt(r.best, 1),
-      fmt(n / (r.total / 1000)),
-      base === undefined ? "" : `${pct(r.total, base.total)} vs ${modes.findIndex((m) => m.label === mode.vs) + 1}`,
-      base === undefined ? "" : pct(r.best, base.best)
+      fmt(median(ts.map((t) => t.append)), 1),
+      fmt(total, 1),
+      fmt(n / (total / 1000)),
+      s === undefined ? "" : `${ratioPct(s.median)} vs ${modes.findIndex((m) => m.label === mode.vs) + 1}`,
+      s === undefined ? "" : `${ratioPct(s.q1)} … ${ratioPct(s.q3)}`
     ]
   })
 )
-const off = result.get(modes[0]!.label)!
-const on = result.get(modes[1]!.label)!
+const target = slowdown(modes[1]!)
 console.log(
-  `\nchecker on vs off, with one subscriber: ${pct(on.total, off.total)} (medians, until drained and verified; ` +
-    `best runs ${pct(on.best, off.best)}; append loop alone ${pct(on.append, off.append)}); target: at most +10%`
+  `\nchecker on vs off, with one subscriber: ${ratioPct(target.median)} (median of ${RUNS} rounds' ratios, ` +
+    `until drained and verified; quartiles ${ratioPct(target.q1)} … ${ratioPct(target.q3)}); target: at most +10%`
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -205,10 +210,13 @@ for (let i = 0; i < 3; i++) for (const mode of frozenModes) pushAll(mode)
 const pushes: Record<(typeof frozenModes)[number], Array<number>> = { sampled: [], deep: [], shallow: [], off: [] }
 for (let i = 0; i < RUNS; i++) {
   gc()
-  for (const mode of frozenModes) pushes[mode].push(pushAll(mode))
+  for (let k = 0; k < frozenModes.length; k++) {
+    const mode = frozenModes[(i + k) % frozenModes.length]!
+    pushes[mode].push(pushAll(mode))
+  }
 }
 const perEvent = (ms: number) => (ms * 1e6) / frozen.length
-const appendNs = perEvent(off.total)
+const appendNs = perEvent(median(timings.get(modes[0]!.label)!.map((t) => t.total)))
 const share = (ms: number) => `${fmt((perEvent(ms) / appendNs) * 100, 1)}%`
 console.log("")
 table(["Rules.make().push over frozen events", "ms / run", "ns / event", "of an append (1)"], frozenModes.map((mode) => {

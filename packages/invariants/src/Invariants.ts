@@ -33,12 +33,22 @@ export class Invariants extends Context.Service<Invariants, {
   readonly verify: Effect.Effect<void, InvariantError>
 }>()("@dsh/invariants/Invariants") {
   /**
-   * The checker with the default options (`data-frozen` checked deeply on every 16th event),
-   * over the `SessionStore` it requires.
+   * The checker with the default options (`data-frozen` walks a session's first 256 events and
+   * one in 64 after them), over the `SessionStore` it requires.
    *
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<Invariants, never, SessionStore> = Layer.suspend(() => layerWith({}))
+
+  /**
+   * The checker with options, e.g. `Invariants.layerWith({ frozen: "deep" })` to walk every
+   * event's data.
+   *
+   * @since 0.1.0
+   */
+  static layerWith(options: Rules.Options): Layer.Layer<Invariants, never, SessionStore> {
+    return layerWith(options)
+  }
 }
 
 /**
@@ -55,57 +65,15 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       const violations: Array<InvariantError> = []
       // per session: its checker and how many of its events (by position) were checked, so the
       // watcher fiber and a catch-up never check an event twice
-      const watched = new Map<Session.Session, { readonly checker: Rules.Checker; consumed: number }>()
-
-      const check = (
-        session: Session.Session,
-        checker: Rules.Checker,
-        event: SessionEvent.SessionEvent
-      ): ReadonlyArray<InvariantError> => {
-        const broken = checker.push(event)
-        if (broken.length === 0) return none
-        const found = broken.map((v) =>
-          new InvariantError({
-            message: `invariant "${v.rule}" violated in session ${session.id} at seq ${v.seq} (${v.type}): ${v.message}`,
-            rule: v.rule,
-            sessionId: session.id,
-            seq: v.seq,
-            eventType: v.type
-          })
-        )
-        violations.push(...found)
-        return found
-      }
-
-      const report = (found: ReadonlyArray<InvariantError>) =>
-        found.length === 0 ? Effect.void : Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+      const watched = new Map<Session.Session, Watched>()
 
       const stateOf = (session: Session.Session) => {
         let state = watched.get(session)
         if (state === undefined) {
-          state = { checker: Rules.make(options), consumed: 0 }
+          state = { session, checker: Rules.make(options), consumed: 0, violations }
           watched.set(session, state)
         }
         return state
-      }
-
-      // Checks `events`, the log's events from position `from` on, skipping those already
-      // checked: the watcher and a catch-up may both reach an event, and it is checked once.
-      const checkFrom = (
-        session: Session.Session,
-        state: { readonly checker: Rules.Checker; consumed: number },
-        from: number,
-        events: ReadonlyArray<SessionEvent.SessionEvent>
-      ) => {
-        const found: Array<InvariantError> = []
-        for (let i = 0; i < events.length; i++) {
-          const at = from + i
-          if (at < state.consumed) continue
-          state.consumed = at + 1
-          const broken = check(session, state.checker, events[i]!)
-          if (broken.length > 0) found.push(...broken)
-        }
-        return report(found)
       }
 
       const watch = (session: Session.Session) =>
@@ -118,7 +86,7 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
               Effect.suspend(() => {
                 const from = position
                 position += events.length
-                return checkFrom(session, state, from, events)
+                return checkFrom(state, from, events)
               })
             )
           )
@@ -134,8 +102,7 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
             const from = state.consumed
             // the fiber may yield after the read, and the watcher check some of these events
             // meanwhile: checkFrom skips them by position
-            return Effect.flatMap(session.eventsFrom(from), (events) =>
-              Effect.suspend(() => checkFrom(session, state, from, events)))
+            return Effect.flatMap(session.eventsFrom(from), (events) => Effect.suspend(() => checkFrom(state, from, events)))
           },
           { discard: true }
         ))
@@ -164,7 +131,45 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
     })
   )
 
-const none: ReadonlyArray<InvariantError> = []
+/** A watched session: its checker, how many of its events were checked, where violations go. */
+interface Watched {
+  readonly session: Session.Session
+  readonly checker: Rules.Checker
+  consumed: number
+  readonly violations: Array<InvariantError>
+}
+
+// The per-event path lives at module level, not in the Layer's closure: every Layer built (a
+// test suite builds many) then runs the same compiled code instead of warming up its own.
+
+/**
+ * Checks `events`, the log's events from position `from` on, skipping those already checked:
+ * the watcher and a catch-up may both reach an event, and it is checked once.
+ */
+const checkFrom = (state: Watched, from: number, events: ReadonlyArray<SessionEvent.SessionEvent>): Effect.Effect<void> => {
+  // synchronous: nothing else runs between the skip and the update of `consumed`
+  const skip = Math.max(0, state.consumed - from)
+  if (skip >= events.length) return Effect.void
+  const checker = state.checker
+  let found: Array<InvariantError> | undefined
+  for (let i = skip; i < events.length; i++) {
+    const broken = checker.push(events[i]!)
+    if (broken.length > 0) (found ??= []).push(...broken.map((v) => toError(state.session, v)))
+  }
+  state.consumed = from + events.length
+  if (found === undefined) return Effect.void
+  state.violations.push(...found)
+  return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+}
+
+const toError = (session: Session.Session, v: Rules.Violation) =>
+  new InvariantError({
+    message: `invariant "${v.rule}" violated in session ${session.id} at seq ${v.seq} (${v.type}): ${v.message}`,
+    rule: v.rule,
+    sessionId: session.id,
+    seq: v.seq,
+    eventType: v.type
+  })
 
 const withCount = (violations: ReadonlyArray<InvariantError>): InvariantError => {
   const first = violations[0]!

@@ -22,7 +22,7 @@ import { Freeze } from "@dsh/session"
  */
 export const rules = {
   "seq-increments": "`seq` starts at 0 and increases by exactly one per event.",
-  "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (checked on a sample of events by default, on all with `frozen: \"deep\"`).",
+  "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (by default checked on a session's first 256 events and one in 64 after them; on all with `frozen: \"deep\"`).",
   "turn-pairing": "`turn/start` and `turn/end` alternate (turns do not nest) and a `turn/end` carries its `turn/start`'s number.",
   "turn-numbering": "Turns are numbered 1, 2, … in the session; a seeded session's next turn follows the seed's last.",
   "message-in-turn": "`user/message` and `steering/message` occur only inside an open turn (everything of a turn lies inside it), and a steering message carries its turn's number.",
@@ -90,11 +90,12 @@ export interface Checker {
  */
 export interface Options {
   /**
-   * How `data-frozen` is checked: `"sampled"` (the default) walks every 16th event all the way
-   * down, `"deep"` walks every event, `"shallow"` checks every event's envelope and data only,
-   * `"off"` skips the rule. The session deep-freezes every event whatever this says
-   * (ADR 0010); the rule catches a composition where that stopped, and sampling finds such a
-   * regression at the first sampled event for a sixteenth of the walk's cost.
+   * How `data-frozen` is checked: `"sampled"` (the default) walks each of a session's first 256
+   * events all the way down, then one event in 64; `"deep"` walks every event; `"shallow"`
+   * checks every event's envelope and data object only; `"off"` skips the rule. The session
+   * deep-freezes every event whatever this says (ADR 0010); the rule catches a composition
+   * where that stopped. Sampling checks a typical test's whole log and finds such a regression
+   * in a long log at the next sampled event, for a small part of the walk's cost.
    */
   readonly frozen?: "sampled" | "deep" | "shallow" | "off"
 }
@@ -102,6 +103,11 @@ export interface Options {
 type Status = "idle" | "running" | "disposed"
 
 const none: ReadonlyArray<Violation> = []
+
+// `"sampled"` walks every one of a session's first events (a test's whole log, typically), then
+// one in every 64: a composition that stops freezing is caught at the first sampled event.
+const sampleAllUpTo = 256
+const sampleMask = 63
 
 const isFrozenShallow = (event: SessionEvent.SessionEvent): boolean =>
   Object.isFrozen(event) && (typeof event.data !== "object" || event.data === null || Object.isFrozen(event.data))
@@ -126,6 +132,9 @@ interface Call {
  */
 export const make = (options: Options = {}): Checker => {
   const frozen = options.frozen ?? "sampled"
+  const walkAll = frozen === "deep"
+  const sampling = frozen === "sampled"
+  const shallow = frozen === "shallow"
   let nextSeq = 0
   // events checked so far, whatever their seq (the sampling of `data-frozen` counts these)
   let checkedCount = 0
@@ -172,11 +181,23 @@ export const make = (options: Options = {}): Checker => {
 
     if (event.seq !== nextSeq) violate("seq-increments", `expected seq ${nextSeq}, got ${event.seq}`)
     nextSeq = event.seq + 1
-    const walk = frozen === "deep" || (frozen === "sampled" && checkedCount % 16 === 0)
-    if (walk ? !Freeze.isDeeplyFrozen(event) : frozen === "shallow" && !isFrozenShallow(event)) {
+    const walk = walkAll || (sampling && (checkedCount < sampleAllUpTo || (checkedCount & sampleMask) === 0))
+    if (walk ? !Freeze.isDeeplyFrozen(event) : shallow && !isFrozenShallow(event)) {
       violate("data-frozen", walk ? "the logged event is not deeply frozen" : "the logged event is not frozen")
     }
     checkedCount++
+
+    // The common case first: a chunk streamed inside the open step before its message, with no
+    // disposed agent to watch for (three in four events a loop logs are chunks).
+    if (event.type === "assistant/chunk" && disposedAgent === undefined) {
+      const { step, turn } = event.data
+      if (turn !== openTurn || step !== openStep || openStep === undefined || stepMessage) {
+        if (inStep(turn, step) && stepMessage) {
+          violate("chunk-before-message", `a chunk after step ${openStep}'s assistant/message`)
+        }
+      }
+      return out ?? none
+    }
 
     const data = event.data as Record<string, unknown>
     const isStatus = event.type === "agent/status"

@@ -179,6 +179,8 @@ const breaking: ReadonlyArray<Breaking> = [
   // in-step
   breaks("in-step", "assistant/chunk between steps", opened(), chunk(1, 1)),
   breaks("in-step", "assistant/chunk carrying another turn number", stepping(), chunk(2, 1)),
+  breaks("in-step", "assistant/chunk carrying another step number", stepping(), chunk(1, 2)),
+  breaks("in-step", "assistant/chunk after step/end", [...stepping(), message(1, 1), stepEnd(1, 1)], chunk(1, 1)),
   breaks("in-step", "assistant/message outside a turn", [idle], message(1, 1)),
   breaks("in-step", "usage after step/end", [...stepping(), message(1, 1), stepEnd(1, 1)], usage(1, 1)),
   breaks("in-step", "tool/call carrying another step number", asked(c1), call(1, 2, c1)),
@@ -335,6 +337,7 @@ const breaking: ReadonlyArray<Breaking> = [
     also: ["status-matches-turns"]
   }),
   breaks("nothing-after-disposed", "an extension event after disposal", [idle, gone], note("late")),
+  breaks("nothing-after-disposed", "a chunk after disposal", [...oneTurn(), gone], chunk(1, 1), { also: ["in-step"] }),
   breaks(
     "nothing-after-disposed",
     "an agent seen before the disposal comes back (it is not a new agent)",
@@ -429,18 +432,24 @@ describe("Rules: every rule has a log that breaks it", () => {
     })
   }
 
-  it("data-frozen: by default every 16th event is walked all the way down, the others not at all", () => {
-    const valid = toEvents(
-      loop(A).idle().turn({ steps: [{ chunks: 6, calls: ["ok"] }, { chunks: 6 }] }).turn({ steps: [{ chunks: 6 }] }).drafts
-    )
-    expect(valid.length).toBeGreaterThan(17)
+  it("data-frozen: by default the first 256 events are walked all the way down, then one in 64", () => {
+    const l = loop(A).idle()
+    for (let t = 0; t < 40; t++) l.turn({ steps: [{ chunks: 6, calls: ["ok"] }, { chunks: 6 }] })
+    const valid = toEvents(l.drafts)
+    expect(valid.length).toBeGreaterThan(256 + 130)
     // the event at `at` keeps a frozen envelope but gets thawed data
     const thaw = (at: number) =>
       valid.map((e, i) => (i === at ? Object.freeze({ ...e, data: structuredClone(e.data) }) as SessionEvent.SessionEvent : e))
-    expect(check(thaw(16)).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 16, type: valid[16]!.type }])
-    expect(check(thaw(0)).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 0, type: valid[0]!.type }])
-    expect(check(thaw(5))).toStrictEqual([])
-    expect(check(thaw(5), { frozen: "deep" }).map(brief)).toStrictEqual([{ rule: "data-frozen", seq: 5, type: valid[5]!.type }])
+    const caught = (at: number) => [{ rule: "data-frozen", seq: at, type: valid[at]!.type }]
+    expect(check(valid)).toStrictEqual([])
+    for (const at of [0, 5, 100, 255, 256, 320, 384]) expect(check(thaw(at)).map(brief)).toStrictEqual(caught(at))
+    for (const at of [257, 300, 319, 321, 383]) {
+      expect(check(thaw(at))).toStrictEqual([])
+      expect(check(thaw(at), { frozen: "deep" }).map(brief)).toStrictEqual(caught(at))
+    }
+    // "shallow" sees thawed data (not deeper), "off" nothing
+    expect(check(thaw(300), { frozen: "shallow" }).map(brief)).toStrictEqual(caught(300))
+    expect(check(thaw(300), { frozen: "off" })).toStrictEqual([])
   })
 
   it("the breaking logs exercise exactly the rules of Rules.names, each alone at least once", () => {
