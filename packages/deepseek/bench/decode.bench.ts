@@ -21,7 +21,7 @@
 // is reported. It measures; it does not assert.
 import { Decoder, DeepSeek, Wire } from "@dsh/deepseek"
 import { FakeServer, Fixture, Synthetic } from "@dsh/deepseek/testing"
-import { Assembler, Message, type StreamChunk } from "@dsh/llm"
+import { Assembler, Message, ModelRequest, type StreamChunk } from "@dsh/llm"
 import { Model } from "@dsh/model"
 import { Effect, Layer, ManagedRuntime, Redacted, Schema, Stream } from "effect"
 import { Sse } from "effect/encoding"
@@ -99,7 +99,7 @@ const runtime = ManagedRuntime.make(
     Layer.provideMerge(Model.layer)
   )
 )
-const request = { model: "deepseek-v4-flash", messages: [Message.user("go")] }
+const request = ModelRequest.make("deepseek-v4-flash", [Message.user("go")])
 
 const httpAdapter = (): Promise<number> =>
   runtime.runPromise(Model.use((model) => Stream.runCount(model.stream(request))))

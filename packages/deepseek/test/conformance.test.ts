@@ -5,7 +5,7 @@
  * fixture, whose probe proves the server saw the connection close.
  */
 import { FakeServer, Fixture } from "@dsh/deepseek/testing"
-import { Message } from "@dsh/llm"
+import { Message, ModelRequest } from "@dsh/llm"
 import * as Conformance from "@dsh/model/Conformance"
 import { Effect, Layer } from "effect"
 import { byName, mismatch, modelLayer } from "./util.ts"
@@ -26,7 +26,7 @@ const cases = Fixture.names().flatMap((name): ReadonlyArray<Conformance.Case> =>
   if (wanted === undefined) return []
   return [{
     name,
-    request: { model: "deepseek-v4-flash", messages: [Message.user(name)] },
+    request: ModelRequest.make("deepseek-v4-flash", [Message.user(name)]),
     expect: (outcome) => mismatch(outcome, wanted)
   }]
 })
@@ -35,7 +35,7 @@ Conformance.suite({
   name: "deepseek (fake server on 127.0.0.1)",
   layer,
   cases,
-  endless: { model: "deepseek-v4-pro", messages: [Message.user("endless")] },
+  endless: ModelRequest.make("deepseek-v4-pro", [Message.user("endless")]),
   interruptWithin: "2 seconds",
   afterInterrupt: Effect.suspend(() =>
     current === undefined ? Effect.fail("no server was started") : current.awaitClosedEarly(0)

@@ -3,7 +3,7 @@
  */
 import { DeepSeek } from "@dsh/deepseek"
 import { FakeServer, Fixture } from "@dsh/deepseek/testing"
-import { Assembler, HarnessError, Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, HarnessError, History, Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { Model } from "@dsh/model"
 import { Cause, Clock, Duration, Effect, Exit, Layer, Option, Redacted, Stream } from "effect"
 
@@ -14,7 +14,7 @@ export const apiKey = Redacted.make(secret)
 /** A request whose last user message names a fixture (how dispatching servers pick one). */
 export const request = (text: string, options: Partial<ModelRequest.ModelRequest> = {}): ModelRequest.ModelRequest => ({
   model: "deepseek-v4-flash",
-  messages: [Message.user(text)],
+  messages: History.make(Message.user(text)),
   ...options
 })
 

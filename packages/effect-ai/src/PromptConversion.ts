@@ -121,7 +121,9 @@ export const toPrompt = (
     messages.push(Prompt.systemMessage({ content: request.system }))
   }
 
-  for (const [m, message] of request.messages.entries()) {
+  let index = 0
+  for (const message of request.messages) {
+    const m = index++
     const where = (b: number) => `block ${b} of message ${m}`
     switch (message.role) {
       case "system": {

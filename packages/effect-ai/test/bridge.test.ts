@@ -1,5 +1,5 @@
 import { EffectAiBridge } from "@dsh/effect-ai"
-import { Content, Ids, Message, type ModelRequest } from "@dsh/llm"
+import { Content, Ids, Message, ModelRequest } from "@dsh/llm"
 import { Model, ModelRegistry } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Stream } from "effect"
@@ -128,7 +128,7 @@ describe("the bridge", () => {
       const registry = yield* ModelRegistry
       expect(yield* registry.models).toStrictEqual(["fast", "smart"])
       expect((yield* registry.resolve("smart")).name).toBe(EffectAiBridge.defaultName)
-      const answer = yield* (yield* Model).generate({ model: "fast", messages: [Message.user("hi")] })
+      const answer = yield* (yield* Model).generate(ModelRequest.make("fast", [Message.user("hi")]))
       expect(Message.textOf(answer.message)).toBe("from context")
     }).pipe(Effect.provide(
       EffectAiBridge.layer({ models: ["smart", "fast"] }).pipe(

@@ -3,7 +3,7 @@
  * `streamText` emits realistic part sequences (shaped like effect/ai's providers: ids per
  * block, tool parameters streamed then parsed, a finish part with usage).
  */
-import { Content, FinishReason, HarnessError, Ids, Message, type ModelRequest, Usage } from "@dsh/llm"
+import { Content, FinishReason, HarnessError, History, Ids, Message, ModelRequest, Usage } from "@dsh/llm"
 import * as Conformance from "@dsh/model/Conformance"
 import { Effect, Stream } from "effect"
 import { AiError, type Response } from "effect/ai"
@@ -151,11 +151,11 @@ const scenarios: ReadonlyArray<Scenario> = [
     name: "a history with tool calls and results is sent as effect/ai messages",
     request: {
       system: "You are terse.",
-      messages: [
+      messages: History.make(
         Message.user("a history with tool calls and results is sent as effect/ai messages"),
         Message.make("assistant", [Content.toolCall(id("c1"), "bash", "{\"command\":\"ls\"}")]),
         Message.make("user", [Content.toolResult({ toolCallId: id("c1"), content: [Content.text("a.txt")] })])
-      ]
+      )
     },
     // the fake answers with the roles it received
     answer: ({ roles }) => [...text("t", roles.join(",")), finish("stop")],
@@ -185,7 +185,12 @@ const scenarios: ReadonlyArray<Scenario> = [
   },
   {
     name: "a request that cannot be converted never reaches the model",
-    request: { messages: [Message.user("a request that cannot be converted never reaches the model"), Message.make("user", [Content.image("image/png", "%%%")])] },
+    request: {
+      messages: History.make(
+        Message.user("a request that cannot be converted never reaches the model"),
+        Message.make("user", [Content.image("image/png", "%%%")])
+      )
+    },
     answer: () => Stream.die("the model was called"),
     expect: (o) => failedWith(o, "LlmInvalidRequestError", "LLM_INVALID_REQUEST")
   }
@@ -219,10 +224,10 @@ Conformance.suite({
   layer: bridged(model),
   cases: scenarios.map((s): Conformance.Case => ({
     name: s.name,
-    request: { model: MODEL, messages: [Message.user(s.name)], ...s.request },
+    request: { ...ModelRequest.make(MODEL, [Message.user(s.name)]), ...s.request },
     expect: s.expect
   })),
-  endless: { model: MODEL, messages: [Message.user(ENDLESS)] },
+  endless: ModelRequest.make(MODEL, [Message.user(ENDLESS)]),
   afterInterrupt: Effect.suspend(() =>
     released ? Effect.void : Effect.fail("the effect/ai model's stream was not released after the interruption")
   )

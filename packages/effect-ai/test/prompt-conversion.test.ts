@@ -1,5 +1,5 @@
 import { PromptConversion, ReasoningMetadata } from "@dsh/effect-ai"
-import { Content, Ids, Message, type ModelRequest } from "@dsh/llm"
+import { Content, History, Ids, Message, type ModelRequest } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
 import { Prompt, Tool } from "effect/ai"
@@ -16,11 +16,12 @@ const plain = (prompt: Prompt.Prompt): unknown =>
       ? undefined
       : value)).content
 
+/** Converts a system prompt and messages (made a History, as in a request). */
 const convert = (
-  request: Pick<ModelRequest.ModelRequest, "system" | "messages">,
+  request: { readonly system?: string; readonly messages: Iterable<Message.Message> },
   options?: PromptConversion.Options
 ): unknown => {
-  const result = PromptConversion.toPrompt(request, options)
+  const result = PromptConversion.toPrompt({ ...request, messages: History.fromIterable(request.messages) }, options)
   if (Result.isFailure(result)) throw new Error(result.failure.message)
   return plain(result.success)
 }
@@ -236,7 +237,9 @@ describe("request → effect/ai Prompt", () => {
   })
 
   it("an image that is not base64 fails with LlmInvalidRequestError naming where it is", () => {
-    const result = PromptConversion.toPrompt({ messages: [Message.user("a"), Message.make("user", [png("not base64!")])] })
+    const result = PromptConversion.toPrompt({
+      messages: History.make(Message.user("a"), Message.make("user", [png("not base64!")]))
+    })
     const failure = Result.isFailure(result) ? result.failure : undefined
     expect(failure?._tag).toBe("LlmInvalidRequestError")
     expect(failure?.message).toMatch(/^the image in block 0 of message 1 is not valid base64/)

@@ -5,7 +5,7 @@
  * files are ES modules, hence strict mode) whose stack's first frame in this file is the
  * mutating line.
  */
-import { Content, Ids, StreamChunk } from "@dsh/llm"
+import { Content, History, Ids, StreamChunk } from "@dsh/llm"
 import { type Session, SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -117,12 +117,15 @@ describe("Freeze: mutating history throws at the mutation", () => {
       expect(yield* snapshot(s)).toBe(before)
     }).pipe(Effect.scoped, Effect.provide(SessionStore.layer)))
 
-  it.effect("derived messages: the list, each message, their content shared with the log", () =>
+  it.effect("derived messages: the history, its array, each message, their content shared with the log", () =>
     Effect.gen(function*() {
       const s = yield* session
       const before = yield* snapshot(s)
-      const messages = yield* s.messages
+      const history = yield* s.messages
+      const messages = History.toArray(history)
       expect(messages.length).toBeGreaterThan(4)
+      throwsAt(() => { record(history).length = 0 }, here())
+      throwsAt(() => array(record(history)["tail"]).push({ role: "user", content: [] }), here())
       throwsAt(() => array(messages).push({ role: "user", content: [] }), here())
       throwsAt(() => array(messages).pop(), here())
       throwsAt(() => { record(messages[0]).role = "system" }, here())
@@ -135,7 +138,7 @@ describe("Freeze: mutating history throws at the mutation", () => {
       const envelope = messages.at(-1)!
       throwsAt(() => { record(envelope.content[0]).text = "<context>forged</context>" }, here())
       expect(yield* snapshot(s)).toBe(before)
-      expect(yield* s.messages).toBe(messages)
+      expect(yield* s.messages).toBe(history)
     }).pipe(Effect.scoped, Effect.provide(SessionStore.layer)))
 
   it.effect("events read from the stream and a seed's events are the same frozen objects", () =>

@@ -3,10 +3,14 @@
  * it may call and sampling options. Everything is JSON-encodable so requests can be recorded
  * and replayed.
  *
+ * The messages are a {@link History.History}, which shares structure between the requests of
+ * successive steps; it encodes (and `JSON.stringify`s) to the array of messages.
+ *
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { Message } from "./Message.ts"
+import * as History from "./History.ts"
+import type { Message } from "./Message.ts"
 
 /**
  * A tool as the model sees it: its name, description and the JSON Schema of its arguments
@@ -57,7 +61,7 @@ export type ToolChoice = typeof ToolChoice.Type
 export const ModelRequest = Schema.Struct({
   model: Schema.String,
   system: Schema.optionalKey(Schema.String),
-  messages: Schema.Array(Message),
+  messages: History.History,
   tools: Schema.optionalKey(Schema.Array(ToolSchema)),
   toolChoice: Schema.optionalKey(ToolChoice),
   temperature: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))),
@@ -73,13 +77,14 @@ export const ModelRequest = Schema.Struct({
 export interface ModelRequest extends Schema.Schema.Type<typeof ModelRequest> {}
 
 /**
- * Builds a request from a model name and messages plus any options.
+ * Builds a request from a model name and messages plus any options. A {@link History.History}
+ * is used as it is; other iterables (arrays) are converted.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
   model: string,
-  messages: ReadonlyArray<Message>,
+  messages: Iterable<Message> | History.History,
   options: Omit<ModelRequest, "model" | "messages"> = {}
-): ModelRequest => ({ ...options, model, messages })
+): ModelRequest => ({ ...options, model, messages: History.fromIterable(messages) })

@@ -1,7 +1,7 @@
 /**
- * The vocabulary of dsh: content blocks, messages, the stream-chunk protocol and its block
- * assembler, token usage, finish reasons, model requests, branded ids, the `HarnessError`
- * taxonomy and the one around-middleware shape every seam uses.
+ * The vocabulary of dsh: content blocks, messages, the structure-sharing message history, the
+ * stream-chunk protocol and its block assembler, token usage, finish reasons, model requests,
+ * branded ids, the `HarnessError` taxonomy and the one around-middleware shape every seam uses.
  *
  * @since 0.1.0
  */
@@ -16,6 +16,8 @@ export * as ErrorCode from "./ErrorCode.ts"
 export * as FinishReason from "./FinishReason.ts"
 /** @since 0.1.0 */
 export * as HarnessError from "./HarnessError.ts"
+/** @since 0.1.0 */
+export * as History from "./History.ts"
 /** @since 0.1.0 */
 export * as Ids from "./Ids.ts"
 /** @since 0.1.0 */

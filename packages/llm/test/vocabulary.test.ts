@@ -1,4 +1,4 @@
-import { Content, FinishReason, HarnessError, Ids, Message, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
+import { Content, FinishReason, HarnessError, History, Ids, Message, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Schema } from "effect"
 
@@ -22,12 +22,23 @@ const plain = <A>(value: A): A => {
   const go = (u: unknown): unknown => {
     if (Object.is(u, -0)) return 0
     if (Array.isArray(u)) return u.map(go)
+    if (History.isHistory(u)) return History.fromIterable(History.toArray(u).map((m) => go(m) as Message.Message))
     if (typeof u === "object" && u !== null) {
       return Object.fromEntries(Object.entries(u).map(([k, v]) => [k, go(v)]))
     }
     return u
   }
   return go(value) as A
+}
+
+// A request is plain data but for its messages: a History, which encodes (and JSON.stringifies)
+// to the array of its messages.
+const expectRequestRoundTrip = (request: ModelRequest.ModelRequest): void => {
+  const { back, json } = viaJson(ModelRequest.ModelRequest, request)
+  expect(back).toStrictEqual(request)
+  expect(History.isHistory(back.messages)).toBe(true)
+  expect(JSON.parse(json)).toStrictEqual({ ...request, messages: History.toArray(request.messages) })
+  expect(JSON.parse(JSON.stringify(request))).toStrictEqual(JSON.parse(json))
 }
 
 const accepts = (schema: Schema.Decoder<unknown>, input: unknown): boolean =>
@@ -388,19 +399,23 @@ describe("ToolSchema, ModelRequest", () => {
   it("make puts the options, the model and the messages in one request", () => {
     expect(full.model).toBe("deepseek-chat")
     expect(full.messages).toHaveLength(2)
+    expect(History.toArray(full.messages)).toStrictEqual([Message.user("hi"), Message.make("assistant", blocks)])
     expect(full.maxTokens).toBe(1024)
     const minimal = ModelRequest.make("m", [])
-    expect(minimal).toStrictEqual({ model: "m", messages: [] })
+    expect(minimal).toStrictEqual({ model: "m", messages: History.empty })
+    // a history is taken as it is
+    const history = History.make(Message.user("hi"))
+    expect(ModelRequest.make("m", history).messages).toBe(history)
   })
 
   it("round-trips a request with all options, and one with none", () => {
-    expectRoundTrip(ModelRequest.ModelRequest, full)
-    expectRoundTrip(ModelRequest.ModelRequest, ModelRequest.make("m", []))
+    expectRequestRoundTrip(full)
+    expectRequestRoundTrip(ModelRequest.make("m", []))
   })
 
   for (const toolChoice of ["auto", "none", "required", { tool: "x" }] as const) {
     it(`round-trips toolChoice ${JSON.stringify(toolChoice)}`, () => {
-      expectRoundTrip(ModelRequest.ModelRequest, ModelRequest.make("m", [], { toolChoice }))
+      expectRequestRoundTrip(ModelRequest.make("m", [], { toolChoice }))
     })
   }
 

@@ -1,3 +1,4 @@
+import { History } from "@dsh/llm"
 import { Agents, AgentHooks } from "@dsh/agent"
 import { Model, ScriptedModel } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
@@ -38,6 +39,6 @@ describe("loop smoke", () => {
       const events = yield* agent.session.events
       console.log(events.map((e) => e.type).join(" "))
       const msgs = yield* agent.session.messages
-      expect(msgs.map((m) => m.role)).toStrictEqual(["user", "assistant", "user", "assistant"])
+      expect(History.toArray(msgs).map((m) => m.role)).toStrictEqual(["user", "assistant", "user", "assistant"])
     }).pipe(Effect.scoped, Effect.provide(TestLayer)))
 })

@@ -5,6 +5,7 @@
  *
  * @example
  * ```ts
+ * import { ModelRequest } from "@dsh/llm"
  * import { Model, ScriptedModel } from "@dsh/model"
  * import { Effect, Layer } from "effect"
  *
@@ -17,7 +18,7 @@
  *
  * const program = Effect.gen(function*() {
  *   const model = yield* Model
- *   const first = yield* model.generate({ model: "scripted", messages: [] })
+ *   const first = yield* model.generate(ModelRequest.make("scripted", []))
  *   const requests = yield* (yield* ScriptedModel.ScriptedModel).requests
  * }).pipe(Effect.provide(TestModel))
  * ```

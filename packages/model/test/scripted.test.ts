@@ -1,4 +1,4 @@
-import { Assembler, Content, FinishReason, Ids, LlmError, Message, StreamChunk, Usage } from "@dsh/llm"
+import { Assembler, Content, FinishReason, Ids, LlmError, Message, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
 import { ChunkContract, layerAdapter, Model, ModelErrors, ScriptedModel } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
@@ -324,7 +324,7 @@ describe("the ScriptedModel handle", () => {
       expect(yield* script.requests).toStrictEqual([])
       const first = { ...request("one"), system: "you are terse", temperature: 0.2 }
       const second = request("two")
-      const third = { ...request("three"), messages: [Message.user("a"), Message.assistant("b"), Message.user("three")] }
+      const third = ModelRequest.make("scripted", [Message.user("a"), Message.assistant("b"), Message.user("three")])
       yield* model.generate(first)
       yield* Effect.exit(model.generate(second))
       yield* Stream.runDrain(model.stream(third))

@@ -1,7 +1,7 @@
 /**
  * Helpers shared by the model tests.
  */
-import { Message, ModelRequest, type StreamChunk } from "@dsh/llm"
+import { History, Message, ModelRequest, type StreamChunk } from "@dsh/llm"
 import { type Adapter, layerAdapter, Model, ScriptedModel } from "@dsh/model"
 import { Effect, Exit, Layer, Stream } from "effect"
 
@@ -11,7 +11,7 @@ export const request = (text: string, model = "scripted"): ModelRequest.ModelReq
 
 /** The text of the last user message of a request. */
 export const lastUserText = (req: ModelRequest.ModelRequest): string => {
-  const last = req.messages.filter((m) => m.role === "user").at(-1)
+  const last = History.toArray(req.messages).findLast((m) => m.role === "user")
   return last === undefined ? "" : Message.textOf(last)
 }
 

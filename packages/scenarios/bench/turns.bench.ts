@@ -85,6 +85,7 @@ const dsh: Driver = async (turns, check) => {
   const { AgentLoop } = await import("@dsh/loop")
   const { Model, ModelRegistry } = await import("@dsh/model")
   const { SystemPrompt } = await import("@dsh/prompt")
+  const { History } = await import("@dsh/llm")
   const { FlushCheckpoint, SessionStore } = await import("@dsh/session")
   const { Tool, ToolRegistry, Tools } = await import("@dsh/tools")
   const { Effect, Layer, Schema, Stream } = await import("effect")
@@ -115,7 +116,7 @@ const dsh: Driver = async (turns, check) => {
       stream: (request) =>
         Stream.suspend(() => {
           check.request(request.messages.length)
-          const last = request.messages.at(-1)
+          const last = History.last(request.messages)
           const toolStep = last?.content[0]?.type !== "tool-result"
           if (toolStep) turnOfRequest++
           return Stream.fromIterable(replyTo(toolStep, turnOfRequest))

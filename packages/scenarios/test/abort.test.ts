@@ -5,6 +5,7 @@
  * the invariants check it for every scenario.
  */
 import { AgentDisposedError, AgentHooks } from "@dsh/agent"
+import { History } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { Tool } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
@@ -122,7 +123,7 @@ describe("abort", () => {
       expect(yield* requests).toHaveLength(1)
       // the derived history is one a provider accepts: every call answered right after its message
       const history = yield* agent.session.messages
-      expect(history.map((m) => m.content.map((b) => b.type).join(","))).toStrictEqual([
+      expect(History.toArray(history).map((m) => m.content.map((b) => b.type).join(","))).toStrictEqual([
         "text",
         "tool-call,tool-call,tool-call",
         "tool-result",

@@ -4,7 +4,7 @@
  * scenarios so the pages cannot drift from what works.
  */
 import { type Agent, Hooks } from "@dsh/agent"
-import { Content, type Message } from "@dsh/llm"
+import { Content, History, type Message } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import type { SessionEvent } from "@dsh/session"
 import { Tool, ToolMiddleware, ToolRegistry } from "@dsh/tools"
@@ -45,7 +45,7 @@ const redact = (message: Message.Message): Message.Message => ({
 const Redaction = Hooks.layer({
   request: [{
     name: "redact-secrets",
-    around: ({ context, request }, next) => next({ context, request: { ...request, messages: request.messages.map(redact) } })
+    around: ({ context, request }, next) => next({ context, request: { ...request, messages: History.fromIterable(History.toArray(request.messages).map(redact)) } })
   }]
 })
 
@@ -75,7 +75,7 @@ describe("cookbook: writing a middleware", () => {
         ["TOOL_DENIED", "Tool \"write_file\" was denied: the user did not allow write_file"]
       ])
       const [first] = yield* requests
-      expect(textOf(first!.messages[0]!.content)).toBe("my key is [secret]; save it in .env")
+      expect(textOf(History.at(first!.messages, 0)!.content)).toBe("my key is [secret]; save it in .env")
       expect(textOf(ofType(events, "user/message")[0]!.data.content)).toBe("my key is sk-abcdef123456; save it in .env")
       expect(ofType(events, "turn/end")[0]!.data.reason).toStrictEqual({ kind: "completed" })
     }).pipe(

@@ -4,7 +4,7 @@
  * seam sees and changes. Every scenario runs under the invariants (see helpers.ts).
  */
 import { AgentHooks } from "@dsh/agent"
-import { Content, Ids, Message } from "@dsh/llm"
+import { Content, History, Ids, Message } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { Derivation } from "@dsh/session"
 import { ToolRegistry, ToolResult } from "@dsh/tools"
@@ -74,14 +74,14 @@ describe("turns and steps", () => {
       expect(ofType(events, "assistant/chunk").length).toBeGreaterThan(0)
       // each request carried the history so far: the third sees both steps' calls and results
       const sent = yield* requests
-      expect(sent.map((r) => r.messages.map((m) => m.role))).toStrictEqual([
+      expect(sent.map((r) => History.toArray(r.messages).map((m) => m.role))).toStrictEqual([
         ["user"],
         ["user", "assistant", "user"],
         ["user", "assistant", "user", "assistant", "user", "user"]
       ])
       expect(sent[0]!.tools?.map((t) => t.name)).toStrictEqual(["echo"])
       expect(yield* agent.session.messages).toStrictEqual(Derivation.derive(events))
-      expect(Message.textOf((yield* agent.session.messages).at(-1)!)).toBe("a, b and c echoed")
+      expect(Message.textOf(History.last(yield* agent.session.messages)!)).toBe("a, b and c echoed")
     }).pipe(
       Effect.scoped,
       Effect.provide(TestLayer({
@@ -163,7 +163,7 @@ describe("turns and steps", () => {
       ])
       // the second request ends with the steering, in its envelope
       const second = (yield* requests)[1]!
-      expect(Message.textOf(second.messages.at(-1)!)).toBe("<steering source=\"user\">\nmake it rhyme\n</steering>")
+      expect(Message.textOf(History.last(second.messages)!)).toBe("<steering source=\"user\">\nmake it rhyme\n</steering>")
       expect(endReasons(events)).toStrictEqual([{ kind: "completed" }])
     }).pipe(
       Effect.scoped,
@@ -232,7 +232,7 @@ describe("injection", () => {
       expect(yield* agent.status).toBe("idle")
       yield* run(agent, "install the dependencies")
       const first = (yield* requests)[0]!
-      expect(first.messages.map(Message.textOf)).toStrictEqual([
+      expect(History.toArray(first.messages).map(Message.textOf)).toStrictEqual([
         "<context source=\"workspace\">\nthe repository uses pnpm\n</context>",
         "install the dependencies"
       ])
@@ -258,8 +258,8 @@ describe("injection", () => {
       ])
       // derived: the result answers its call first, then the context
       const second = (yield* requests)[1]!
-      expect(second.messages.map((m) => m.content[0]!.type)).toStrictEqual(["text", "tool-call", "tool-result", "text"])
-      expect(Message.textOf(second.messages[3]!)).toContain("the build server is down")
+      expect(History.toArray(second.messages).map((m) => m.content[0]!.type)).toStrictEqual(["text", "tool-call", "tool-result", "text"])
+      expect(Message.textOf(History.at(second.messages, 3)!)).toContain("the build server is down")
       expect(ofType(events, "turn/start")).toHaveLength(1)
     }).pipe(
       Effect.scoped,
@@ -285,7 +285,7 @@ describe("seeded sessions and forks", () => {
       expect(ofType(events, "turn/start").map((e) => e.data.turn)).toStrictEqual([1, 2, 3])
       // the model saw the whole recorded history, then the new message
       const third = (yield* requests)[2]!
-      expect(third.messages.map(Message.textOf)).toStrictEqual(["one", "1", "two", "2", "three"])
+      expect(History.toArray(third.messages).map(Message.textOf)).toStrictEqual(["one", "1", "two", "2", "three"])
     }).pipe(
       Effect.scoped,
       Effect.provide(TestLayer({ script: [reply.text("1"), reply.text("2"), reply.text("3")] }))
@@ -316,7 +316,7 @@ describe("seeded sessions and forks", () => {
         expect(events.slice(0, start.length)).toStrictEqual(start)
         expect(ofType(events, "turn/start").map((e) => e.data.turn)).toStrictEqual([1, 2])
         const sent = (yield* requests).at(-1)!
-        expect(sent.messages.map(Message.textOf)).toStrictEqual(["first task", "done 1", "side question"])
+        expect(History.toArray(sent.messages).map(Message.textOf)).toStrictEqual(["first task", "done 1", "side question"])
         return child
       }))
       // the nested scope closed: the child is disposed, the parent runs on
@@ -434,7 +434,7 @@ describe("the seams", () => {
         ["call_2", "from the cache"]
       ])
       const second = (yield* requests)[1]!
-      expect(second.messages.flatMap((m) => m.content.flatMap((b) => (b.type === "tool-result" ? [b.toolCallId] : []))))
+      expect(History.toArray(second.messages).flatMap((m) => m.content.flatMap((b) => (b.type === "tool-result" ? [b.toolCallId] : []))))
         .toStrictEqual(["call_1", "call_2"])
     }).pipe(
       Effect.scoped,
@@ -458,19 +458,19 @@ describe("the seams", () => {
             const derived = yield* agent.session.messages
             seen.push({
               step: context.step,
-              matches: request.messages === derived || JSON.stringify(request.messages) === JSON.stringify(derived),
-              roles: request.messages.map((m) => m.role)
+              matches: request.messages === derived,
+              roles: History.toArray(request.messages).map((m) => m.role)
             })
             return yield* next({
               context,
               request: {
                 ...request,
                 system: `${request.system ?? ""}\nNever reveal secrets.`,
-                messages: request.messages.map((m) =>
+                messages: History.fromIterable(History.toArray(request.messages).map((m) =>
                   m.role === "user" && m.content.every((b) => b.type === "text")
                     ? Message.user(Message.textOf(m).replaceAll("hunter2", "[redacted]"))
                     : m
-                )
+                ))
               }
             })
           })
@@ -481,7 +481,7 @@ describe("the seams", () => {
         { step: 2, matches: true, roles: ["user", "assistant", "user"] }
       ])
       const sent = yield* requests
-      expect(Message.textOf(sent[0]!.messages[0]!)).toBe("my password is [redacted]")
+      expect(Message.textOf(History.at(sent[0]!.messages, 0)!)).toBe("my password is [redacted]")
       expect(sent[0]!.system).toBe("You are terse.\nNever reveal secrets.")
       // history is untouched: the log still holds what the user wrote
       const logged = ofType(yield* agent.session.events, "user/message")[0]!
@@ -524,7 +524,7 @@ describe("the seams", () => {
       expect(ofType(events, "tool/call").map((e) => e.data.callId)).toStrictEqual(["call_1"])
       expect(ofType(events, "tool/result").map((e) => textOf(e.data.content))).toStrictEqual(["echo: safe"])
       // the chunks are the raw stream (replay and UI data); the history is derived from the message
-      expect(Message.textOf((yield* agent.session.messages)[1]!)).toBe("I will run [removed] now.")
+      expect(Message.textOf(History.at(yield* agent.session.messages, 1)!)).toBe("I will run [removed] now.")
     }).pipe(
       Effect.scoped,
       Effect.provide(TestLayer({

@@ -2,6 +2,7 @@
 // through an agent under Testing.layer, so the invariants check every event.
 import { Agents } from "@dsh/agent"
 import { AgentLoop } from "@dsh/loop"
+import { History } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { Testing } from "@dsh/testing"
 import { Tool, ToolResult, Tools } from "@dsh/tools"
@@ -24,7 +25,7 @@ describe("weather tool", () => {
       yield* agent.send("weather in Lyon?")
       yield* agent.awaitIdle
       const [, second] = yield* (yield* ScriptedModel.ScriptedModel).requests
-      const last = second?.messages.at(-1)?.content[0]
+      const last = second === undefined ? undefined : History.last(second.messages)?.content[0]
       expect(last?.type).toBe("tool-result")
       expect(last?.type === "tool-result" ? ToolResult.textOf(last) : undefined).toBe("Lyon: sunny, 21°C")
     }).pipe(Effect.scoped, Effect.provide(TestLayer([

@@ -18,13 +18,15 @@
  * - a result whose call is not awaiting one (no such call, or answered already) is left out.
  *
  * Derivation is incremental: a {@link Derivation} consumes only the events appended since its
- * last call, so a step costs O(new events) plus a pointer copy of the message list, never a
- * walk or deep copy of the whole history. Messages share the log's frozen content and are
- * frozen themselves; nothing done to them can reach the log.
+ * last call and appends what they commit to a persistent {@link History.History}, so a step
+ * costs O(new events) plus copying the history's tail (under 1024 pointers) and, every 1024
+ * messages, its block list, never a walk or copy of the whole history (ADR 0014). Messages
+ * share the log's frozen content and are frozen themselves, as is the history; nothing done to
+ * them can reach the log.
  *
  * @since 0.1.0
  */
-import { Content, type Ids, type Message } from "@dsh/llm"
+import { Content, History, type Ids, type Message } from "@dsh/llm"
 import type { SessionEvent } from "./SessionEvent.ts"
 
 /**
@@ -53,7 +55,7 @@ export interface Derivation {
   /** Consumes events; they must continue the sequence consumed so far. */
   readonly feed: (events: Iterable<SessionEvent>) => void
   /** The history for everything consumed so far. */
-  readonly messages: () => ReadonlyArray<Message.Message>
+  readonly messages: () => History.History
   /** How many events were consumed. */
   readonly consumed: () => number
 }
@@ -104,28 +106,31 @@ const noResult = (callId: Ids.CallId): Message.Message =>
  * @category constructors
  */
 export const make = (): Derivation => {
-  const committed: Array<Message.Message> = []
+  // the messages no later event can change, as of the end of the last feed
+  let committed = History.empty
+  // messages committed during the current feed, appended to `committed` at its end
+  const fresh: Array<Message.Message> = []
   // calls of the last assistant message still awaiting a result, in call order
   const awaiting = new Set<Ids.CallId>()
   // user-role messages logged while calls were awaiting results
   const held: Array<Message.Message> = []
   let consumed = 0
-  let cache: ReadonlyArray<Message.Message> | undefined
+  let cache: History.History | undefined
 
   const release = () => {
-    for (const m of held) committed.push(m)
+    for (const m of held) fresh.push(m)
     held.length = 0
   }
 
   const closeAwaiting = () => {
-    for (const callId of awaiting) committed.push(noResult(callId))
+    for (const callId of awaiting) fresh.push(noResult(callId))
     awaiting.clear()
     release()
   }
 
   const userRole = (m: Message.Message) => {
     if (awaiting.size > 0) held.push(m)
-    else committed.push(m)
+    else fresh.push(m)
   }
 
   const feedOne = (event: SessionEvent) => {
@@ -138,7 +143,7 @@ export const make = (): Derivation => {
         return userRole(message("user", envelope("steering", event.data.source, event.data.content)))
       case "assistant/message": {
         closeAwaiting()
-        committed.push(message("assistant", event.data.content))
+        fresh.push(message("assistant", event.data.content))
         for (const block of event.data.content) if (block.type === "tool-call") awaiting.add(block.id)
         return
       }
@@ -153,7 +158,7 @@ export const make = (): Derivation => {
             isError: event.data.isError,
             error: event.data.error
           }
-        committed.push(toolResultMessage(block))
+        fresh.push(toolResultMessage(block))
         if (awaiting.size === 0) release()
         return
       }
@@ -168,17 +173,27 @@ export const make = (): Derivation => {
 
   return {
     feed: (events) => {
-      for (const event of events) {
-        feedOne(event)
-        consumed++
+      try {
+        for (const event of events) {
+          feedOne(event)
+          consumed++
+        }
+      } finally {
+        // one append per batch: the history's tail is copied once, not once per message
+        if (fresh.length > 0) {
+          committed = History.appendAll(committed, fresh)
+          fresh.length = 0
+        }
+        cache = undefined
       }
-      cache = undefined
     },
     messages: () => {
       if (cache !== undefined) return cache
+      // pending synthetic results and held messages go on top of (a new version of) the
+      // committed history; a later result or the next assistant message replaces them
       cache = awaiting.size === 0 && held.length === 0
-        ? Object.freeze(committed.slice())
-        : Object.freeze([...committed, ...[...awaiting].map(noResult), ...held])
+        ? committed
+        : History.appendAll(committed, [...[...awaiting].map(noResult), ...held])
       return cache
     },
     consumed: () => consumed
@@ -191,7 +206,7 @@ export const make = (): Derivation => {
  * @since 0.1.0
  * @category constructors
  */
-export const derive = (events: Iterable<SessionEvent>): ReadonlyArray<Message.Message> => {
+export const derive = (events: Iterable<SessionEvent>): History.History => {
   const derivation = make()
   derivation.feed(events)
   return derivation.messages()

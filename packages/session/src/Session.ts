@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import type { Ids, Message } from "@dsh/llm"
+import type { History, Ids } from "@dsh/llm"
 import { Clock, Effect, Schema, type Stream } from "effect"
 import * as Derivation from "./Derivation.ts"
 import * as Freeze from "./Freeze.ts"
@@ -58,8 +58,11 @@ export interface Session {
   readonly stream: Stream.Stream<SessionEvent>
   /** Like `stream`, from a position. */
   readonly streamFrom: (seq: number) => Stream.Stream<SessionEvent>
-  /** The derived message history (incremental; see `Derivation`). */
-  readonly messages: Effect.Effect<ReadonlyArray<Message.Message>>
+  /**
+   * The derived message history (incremental; see `Derivation`): a structure-sharing
+   * `History`, so reading it costs O(events since the last read), not O(history).
+   */
+  readonly messages: Effect.Effect<History.History>
   /** Whether the session is closed (no more appends). */
   readonly closed: Effect.Effect<boolean>
   /** Waits until the session is closed. */

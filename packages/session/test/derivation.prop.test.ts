@@ -3,6 +3,7 @@
  * steps, assistant messages with 0..3 tool calls, results in any order, missing, duplicated or
  * stray, user, context and steering messages anywhere, chunks, bookkeeping and extension events.
  */
+import { History } from "@dsh/llm"
 import { Derivation, SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema, Stream } from "effect"
@@ -41,7 +42,7 @@ describe("Derivation: properties of generated histories", () => {
     )
     const logs = samples.map((script) => toEvents(history(script)))
     const count = (p: (e: SessionEvent.SessionEvent) => boolean) => logs.reduce((n, log) => n + log.filter(p).length, 0)
-    const messages = logs.map(Derivation.derive)
+    const messages = logs.map((log) => History.toArray(Derivation.derive(log)))
     const synthetic = messages.flat().filter((m) =>
       m.content.some((b) => b.type === "tool-result" && b.content[0]?.type === "text" && b.content[0].text === Derivation.noResultText)
     )
@@ -97,7 +98,7 @@ describe("Derivation: properties of generated histories", () => {
     { script: Script },
     ({ script }) => {
       const events = toEvents(history(script))
-      const messages = Derivation.derive(events)
+      const messages = History.toArray(Derivation.derive(events))
       expect(messages).toStrictEqual(referenceDerive(events))
       const nonResults = messages.filter((m) => !m.content.some((b) => b.type === "tool-result"))
       const messageEvents = events.filter((e) =>
@@ -187,8 +188,8 @@ describe("Codec: properties of arbitrary logs", () => {
         for (let i = 1; i < events.length; i++) expect(events[i]!.seq).toBeGreaterThan(events[i - 1]!.seq)
         expect(yield* session.messages).toStrictEqual(Derivation.derive(events))
         // what a replay from disk derives (generated values may hold -0 and null-prototype objects)
-        expect(plain(yield* session.messages)).toStrictEqual(Derivation.derive(viaJson(events)))
-        expect(yield* session.messages).toStrictEqual(referenceDerive(events))
+        expect(plain(History.toArray(yield* session.messages))).toStrictEqual(History.toArray(Derivation.derive(viaJson(events))))
+        expect(History.toArray(yield* session.messages)).toStrictEqual(referenceDerive(events))
       }).pipe(Effect.scoped, Effect.provide(SessionStore.layer)),
     { arbitrary: { runs: 100, size: 6 } }
   )
@@ -203,7 +204,7 @@ describe("Derivation: a hand-checked history", () => {
       { kind: "result", n: 0, k: 1 },
       { kind: "stepEnd", n: 0, k: 0 }
     ]))
-    const summary = Derivation.derive(events).map((m) =>
+    const summary = History.toArray(Derivation.derive(events)).map((m) =>
       m.content.map((b) =>
         b.type === "tool-result" ? `result ${b.toolCallId}${b.isError ? " (error)" : ""}` : b.type === "text" ? b.text : b.type
       )

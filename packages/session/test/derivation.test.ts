@@ -2,13 +2,14 @@
  * Derivation, rule by rule (see the module doc of Derivation.ts), and a structural proof that
  * it is incremental: after the first derivation, a later one reads only the new events.
  */
-import { Content, Ids, type Message, StreamChunk, Usage } from "@dsh/llm"
+import { Content, History, Ids, type Message, StreamChunk, Usage } from "@dsh/llm"
 import { Derivation, Session, type SessionEvent } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { c1, c2, c3, type Draft, draft, Note, providerViolations, toEvents } from "./helpers.ts"
 
-const derive = (...drafts: ReadonlyArray<Draft>) => Derivation.derive(toEvents(drafts))
+// the derived history as an array, which the rules below are stated on
+const derive = (...drafts: ReadonlyArray<Draft>) => History.toArray(Derivation.derive(toEvents(drafts)))
 
 const user = (text: string) => draft("user/message", { content: [Content.text(text)], source: "user" })
 const context = (source: string, ...content: ReadonlyArray<Content.ContentBlock>) =>
@@ -96,13 +97,16 @@ describe("Derivation: mapping", () => {
       draft("step/end", { turn: 1, step: 1 }),
       draft("turn/end", { turn: 1, reason: { kind: "completed" } })
     ])
-    expect(Derivation.derive(events)).toStrictEqual([userMessage("q"), { role: "assistant", content: [Content.text("a")] }])
+    expect(History.toArray(Derivation.derive(events))).toStrictEqual([
+      userMessage("q"),
+      { role: "assistant", content: [Content.text("a")] }
+    ])
     expect(Note.is(events[10]!)).toBe(true)
   })
 
   it("an empty log derives an empty history", () => {
-    expect(Derivation.derive([])).toStrictEqual([])
-    expect(Derivation.make().messages()).toStrictEqual([])
+    expect(Derivation.derive([])).toStrictEqual(History.empty)
+    expect(Derivation.make().messages().length).toBe(0)
   })
 })
 
@@ -218,7 +222,7 @@ describe("Derivation: provider validity", () => {
     const d = Derivation.make()
     d.feed(toEvents([assistant(call(c1), call(c2)), context("ide", Content.text("held")), result(c1)]))
     const cut = d.messages()
-    expect(cut).toStrictEqual([
+    expect(History.toArray(cut)).toStrictEqual([
       { role: "assistant", content: [call(c1), call(c2)] },
       resultMessage(c1),
       synthetic(c2),
@@ -227,7 +231,7 @@ describe("Derivation: provider validity", () => {
     expect(providerViolations(cut)).toStrictEqual([])
     // not committed: the result arrives after all
     d.feed(toEvents([result(c2, "late but real")], 3))
-    expect(d.messages()).toStrictEqual([
+    expect(History.toArray(d.messages())).toStrictEqual([
       { role: "assistant", content: [call(c1), call(c2)] },
       resultMessage(c1),
       resultMessage(c2, "late but real"),
@@ -235,7 +239,7 @@ describe("Derivation: provider validity", () => {
     ])
     expect(d.consumed()).toBe(4)
     // the earlier snapshot was not changed under its holder
-    expect(cut[2]).toStrictEqual(synthetic(c2))
+    expect(History.at(cut, 2)).toStrictEqual(synthetic(c2))
   })
 
   it("orphan results and duplicates are left out", () => {
@@ -340,8 +344,8 @@ describe("Derivation: incremental", () => {
         const messages = yield* session.messages
         expect(readTags()).toStrictEqual([0, 1, 2, 3, 4].map((i) => n * 100 + i))
         // and the old messages are reused as they were
-        expect(messages.slice(0, first.length)).toStrictEqual(first)
-        expect(messages[0]).toBe(first[0])
+        expect(History.toArray(messages).slice(0, first.length)).toStrictEqual(History.toArray(first))
+        expect(History.at(messages, 0)).toBe(History.at(first, 0))
       }
       // nothing new: nothing read
       reads.clear()

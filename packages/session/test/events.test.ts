@@ -2,7 +2,7 @@
  * Session events: every core type round-trips through the `SessionEvent` codec, invalid data is
  * rejected, extension events (`define`) and narrowing on `type`.
  */
-import { Content, Ids } from "@dsh/llm"
+import { Content, History, Ids } from "@dsh/llm"
 import { Session, SessionEvent } from "@dsh/session"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Schema } from "effect"
@@ -157,7 +157,7 @@ describe("SessionEvent: extension events", () => {
       yield* session.append(Summary, { upTo: 1, text: "summary" })
       const events = yield* session.events
       expect(events.map((e) => [e.seq, e.type])).toStrictEqual([[0, "user/message"], [1, "test:note"], [2, "compaction:summary"]])
-      expect(yield* session.messages).toStrictEqual([{ role: "user", content: [Content.text("hi")] }])
+      expect(History.toArray(yield* session.messages)).toStrictEqual([{ role: "user", content: [Content.text("hi")] }])
     }))
 })
 

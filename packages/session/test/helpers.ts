@@ -3,7 +3,7 @@
  * a generator of valid-ish histories, an independent reference derivation and a checker of
  * the provider-validity rules. Not a test file itself (vitest runs `*.test.ts` only).
  */
-import { Content, FinishReason, Ids, type Message, StreamChunk, Usage } from "@dsh/llm"
+import { Content, FinishReason, History, Ids, type Message, StreamChunk, Usage } from "@dsh/llm"
 import { type Session, SessionEvent } from "@dsh/session"
 import { type Effect, Schema } from "effect"
 
@@ -405,7 +405,8 @@ export const referenceDerive = (events: ReadonlyArray<SessionEvent.SessionEvent>
  * exactly one result per call (before any other message), and a tool result appears nowhere
  * else. Returns the violations (empty when valid).
  */
-export const providerViolations = (messages: ReadonlyArray<Message.Message>): Array<string> => {
+export const providerViolations = (history: ReadonlyArray<Message.Message> | History.History): Array<string> => {
+  const messages = History.isHistory(history) ? History.toArray(history) : history
   const violations: Array<string> = []
   const resultIds = (m: Message.Message) => m.content.flatMap((b) => (b.type === "tool-result" ? [b.toolCallId] : []))
   for (let i = 0; i < messages.length; i++) {

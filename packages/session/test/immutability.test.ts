@@ -3,7 +3,7 @@
  * derived messages share it and are frozen too, and a request built from them is a new value.
  * Test files are ES modules, hence strict mode: writing to a frozen object throws a TypeError.
  */
-import { Content, Ids, Message } from "@dsh/llm"
+import { Content, History, Ids, Message } from "@dsh/llm"
 import { Derivation, Freeze, Session, SessionEvent } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -102,12 +102,17 @@ describe("Immutability: derived messages and requests", () => {
     Effect.gen(function*() {
       const session = fresh()
       yield* logged(session)
-      const messages = yield* session.messages
+      const history = yield* session.messages
+      const messages = History.toArray(history)
       expect(messages.map((m) => m.role)).toStrictEqual(["user", "assistant", "user", "user", "user", "user"])
+      expect(Object.isFrozen(history)).toBe(true)
       expect(Object.isFrozen(messages)).toBe(true)
       for (const m of messages) expect(Freeze.isDeeplyFrozen(m), JSON.stringify(m)).toBe(true)
       const before = JSON.stringify(yield* session.events)
 
+      expect(() => { record(history).length = 0 }).toThrow(TypeError)
+      expect(() => { record(history)["tail"] = [] }).toThrow(TypeError)
+      expect(() => array(record(history)["tail"]).push(Message.user("injected"))).toThrow(TypeError)
       expect(() => array(messages).push(Message.user("injected"))).toThrow(TypeError)
       expect(() => { array(messages)[0] = Message.user("replaced") }).toThrow(TypeError)
       for (const m of messages) {
@@ -142,7 +147,7 @@ describe("Immutability: derived messages and requests", () => {
       const request: { system: string; messages: Array<Draft> } = {
         system: "be brief",
         messages: [
-          ...derived.map((m): Draft => ({ ...m, content: [...m.content] })),
+          ...History.toArray(derived).map((m): Draft => ({ ...m, content: [...m.content] })),
           { role: "user", content: [Content.text("and now?")] }
         ]
       }
@@ -150,7 +155,10 @@ describe("Immutability: derived messages and requests", () => {
       request.messages[0]!.content.push(Content.text("appended"))
       request.messages[1]!.role = "assistant"
       request.messages.splice(2, 1)
-      request.messages.push({ role: "user", content: [{ ...derived[0]!.content[0]!, text: "edited copy" } as Content.TextBlock] })
+      request.messages.push({
+        role: "user",
+        content: [{ ...History.at(derived, 0)!.content[0]!, text: "edited copy" } as Content.TextBlock]
+      })
 
       expect(JSON.stringify(yield* session.events)).toBe(before)
       expect(JSON.stringify(derived)).toBe(snapshot)
@@ -164,14 +172,16 @@ describe("Immutability: derived messages and requests", () => {
       const user = yield* session.append("user/message", { content: [Content.text("hi")], source: "user" })
       const assistant = yield* session.append("assistant/message", { turn: 1, step: 1, content: [Content.text("hello")] })
       const first = yield* session.messages
-      expect(first[0]!.content).toBe(user.data.content)
-      expect(first[1]!.content).toBe(assistant.data.content)
+      expect(History.at(first, 0)!.content).toBe(user.data.content)
+      expect(History.at(first, 1)!.content).toBe(assistant.data.content)
       yield* session.append("user/message", { content: [Content.text("again")], source: "user" })
       const second = yield* session.messages
       // the earlier messages are the same objects, not re-derived copies
-      expect(second[0]).toBe(first[0])
-      expect(second[1]).toBe(first[1])
-      // and nothing new: the very same array
+      expect(History.at(second, 0)).toBe(History.at(first, 0))
+      expect(History.at(second, 1)).toBe(History.at(first, 1))
+      // the earlier history is unchanged
+      expect(first.length).toBe(2)
+      // and nothing new: the very same history
       expect(yield* session.messages).toBe(second)
     }))
 })

@@ -2,7 +2,7 @@
  * The session store: create (with or without an id, fresh or seeded), get, list, the stream of
  * sessions, SESSION_EXISTS, and the sessions' lifetime in their creating scope.
  */
-import { Content, Ids } from "@dsh/llm"
+import { Content, History, Ids } from "@dsh/llm"
 import { Derivation, Freeze, type Session, SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
@@ -203,8 +203,9 @@ describe("SessionStore: seeded sessions (replay and fork)", () => {
       const fork = yield* store.create({ id: "fork", seed: yield* source.events })
       yield* source.append("user/message", user("source only"))
       yield* fork.append("user/message", user("fork only"))
-      expect((yield* source.messages).map((m) => m.content[0])).toStrictEqual(["shared", "source only"].map(Content.text))
-      expect((yield* fork.messages).map((m) => m.content[0])).toStrictEqual(["shared", "fork only"].map(Content.text))
+      const firstBlocks = (history: History.History) => History.toArray(history).map((m) => m.content[0])
+      expect(firstBlocks(yield* source.messages)).toStrictEqual(["shared", "source only"].map(Content.text))
+      expect(firstBlocks(yield* fork.messages)).toStrictEqual(["shared", "fork only"].map(Content.text))
       // a seed decoded from JSON arrives unfrozen and is frozen by the create
       const decoded = JSON.parse(JSON.stringify(yield* source.events)) as ReadonlyArray<SessionEvent.SessionEvent>
       const replay = yield* store.create({ seed: decoded })

@@ -53,7 +53,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { HarnessError, History, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { type ModelErrors, ModelRegistry } from "@dsh/model"
 import { Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
 import { Context, Effect, type FileSystem, Layer, Predicate, Schema, Stream } from "effect"
@@ -166,8 +166,13 @@ const keysOf = (expected: Readonly<Record<string, unknown>>, actual: Readonly<Re
   return keys.map((key, i) => ({ key, i })).sort((a, b) => keyRank(a.key) - keyRank(b.key) || a.i - b.i).map((k) => k.key)
 }
 
-const find = (expected: unknown, actual: unknown, path: Array<string | number>): Path | undefined => {
-  if (expected === actual) return undefined
+// A message history is compared, and walked by a path, as the array of its messages.
+const flat = (u: unknown): unknown => (History.isHistory(u) ? History.toArray(u) : u)
+
+const find = (expectedValue: unknown, actualValue: unknown, path: Array<string | number>): Path | undefined => {
+  if (expectedValue === actualValue) return undefined
+  const expected = flat(expectedValue)
+  const actual = flat(actualValue)
   if (Array.isArray(expected) && Array.isArray(actual)) {
     const common = Math.min(expected.length, actual.length)
     for (let i = 0; i < common; i++) {
@@ -196,6 +201,7 @@ const find = (expected: unknown, actual: unknown, path: Array<string | number>):
 const at = (value: unknown, path: Path): unknown => {
   let current = value
   for (const key of path) {
+    current = flat(current)
     if (!Predicate.isObjectOrArray(current)) return undefined
     current = (current as Record<string | number, unknown>)[key]
   }
@@ -263,10 +269,11 @@ const previews = (expected: unknown, actual: unknown): readonly [string, string]
 }
 
 /**
- * The first difference between two JSON-like values (plain objects, arrays, primitives), or
- * `undefined` when they are structurally equal. A key holding `undefined` counts as absent.
- * Arrays are compared element by element, then by length (the first extra or missing element
- * is the difference). Object keys are compared in the expected value's order, then the actual
+ * The first difference between two JSON-like values (plain objects, arrays, primitives, and
+ * message histories, which count as the array of their messages), or `undefined` when they are
+ * structurally equal. A key holding `undefined` counts as absent. Arrays are compared element
+ * by element, then by length (the first extra or missing element is the difference). Object
+ * keys are compared in the expected value's order, then the actual
  * value's extra keys — except that the parts of a model request come first in the order
  * model, system, tools, toolChoice, temperature, maxTokens, stop, providerOptions, messages —
  * so for two requests this is the difference the replay model reports.
@@ -401,6 +408,8 @@ export const steps = (
 ): ReadonlyArray<Step> => {
   const from = options.from ?? 0
   const derivation = Derivation.make()
+  // events not yet fed: the derivation takes them in one batch when a request needs the history
+  let unfed: Array<SessionEvent.SessionEvent> = []
   const done: Array<Step> = []
   const open = new Map<string, Open>()
   let settings: SessionEvent.RequestSettings = {}
@@ -411,6 +420,10 @@ export const steps = (
       case "model/request": {
         if (event.data.settings !== undefined) settings = event.data.settings
         if (event.seq < from) break
+        if (unfed.length > 0) {
+          derivation.feed(unfed)
+          unfed = []
+        }
         const request: ModelRequest.ModelRequest = {
           ...settings,
           model: event.data.model,
@@ -457,7 +470,7 @@ export const steps = (
       default:
         break
     }
-    derivation.feed([event])
+    unfed.push(event)
   }
   for (const current of open.values()) done.push(close(current, false))
   return done.sort((a, b) => a.number - b.number)

@@ -3,13 +3,13 @@
  * `Model.stream`. (The end-to-end record-then-replay scenarios, which need the loop, are in
  * packages/scenarios/test/replay.test.ts.)
  */
-import { Assembler, Content, FinishReason, HarnessError, Ids, LlmError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, Content, FinishReason, HarnessError, History, Ids, LlmError, type Message, ModelRequest, type StreamChunk } from "@dsh/llm"
 import { Model, ModelErrors, ModelRegistry, ScriptedModel } from "@dsh/model"
 import { JsonlSessions, SessionErrors, type SessionEvent } from "@dsh/session"
 import { Replay } from "@dsh/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -57,17 +57,17 @@ const recording = log(
 
 const user = (text: string): Message.Message => ({ role: "user", content: [Content.text(text)] })
 
-const firstRequest: ModelRequest.ModelRequest = { model: "m", ...settings, messages: [user("say hi")] }
+const firstRequest: ModelRequest.ModelRequest = ModelRequest.make("m", [user("say hi")], settings)
 const secondRequest: ModelRequest.ModelRequest = {
   ...firstRequest,
-  messages: [
+  messages: History.make(
     user("say hi"),
     { role: "assistant", content: [callBlock] },
     {
       role: "user",
       content: [Content.toolResult({ toolCallId: callBlock.id, content: [Content.text("echo: hi")] })]
     }
-  ]
+  )
 }
 
 /** `Model` (a registry of its own, even inside another test layer) with the replay of `events` registered. */
@@ -103,7 +103,11 @@ const mismatchOf = (exit: Exit.Exit<unknown, unknown>): Replay.ReplayMismatchErr
 
 describe("Replay.firstDifference", () => {
   it("equal values have none; a key holding undefined counts as absent", () => {
-    expect(Replay.firstDifference(secondRequest, structuredClone(secondRequest))).toBeUndefined()
+    // a request rebuilt from its JSON (new objects everywhere), and its plain JSON form
+    const decoded = Schema.decodeUnknownSync(ModelRequest.ModelRequest)(JSON.parse(JSON.stringify(secondRequest)))
+    expect(decoded.messages).not.toBe(secondRequest.messages)
+    expect(Replay.firstDifference(secondRequest, decoded)).toBeUndefined()
+    expect(Replay.firstDifference(secondRequest, JSON.parse(JSON.stringify(secondRequest)))).toBeUndefined()
     expect(Replay.firstDifference({ a: 1, b: undefined }, { a: 1 })).toBeUndefined()
     expect(Replay.firstDifference({ a: 1 }, { a: 1, c: undefined })).toBeUndefined()
     expect(Replay.firstDifference([1, [2, { x: "y" }]], [1, [2, { x: "y" }]])).toBeUndefined()
@@ -121,7 +125,8 @@ describe("Replay.firstDifference", () => {
     const deeper = { ...echoTool, parameters: { type: "object", properties: { text: { type: "number" } } } }
     expect(Replay.firstDifference(firstRequest, { ...firstRequest, tools: [deeper] })?.description)
       .toBe("tools[0].parameters.properties.text.type: expected \"string\", got \"number\"")
-    const changed = structuredClone(secondRequest) as unknown as { messages: Array<{ content: Array<{ content?: Array<{ text: string }> }> }> }
+    // the request's JSON form: its history is the array of its messages
+    const changed = JSON.parse(JSON.stringify(secondRequest)) as { messages: Array<{ content: Array<{ content?: Array<{ text: string }> }> }> }
     changed.messages[2]!.content[0]!.content![0]!.text = "echo: ho"
     expect(Replay.firstDifference(secondRequest, changed)).toMatchObject({
       path: ["messages", 2, "content", 0, "content", 0, "text"],
@@ -129,8 +134,10 @@ describe("Replay.firstDifference", () => {
       expected: "echo: hi",
       actual: "echo: ho"
     })
-    expect(Replay.firstDifference(secondRequest, { ...secondRequest, messages: [...secondRequest.messages, user("more")] }))
+    expect(Replay.firstDifference(secondRequest, { ...secondRequest, messages: History.append(secondRequest.messages, user("more")) }))
       .toMatchObject({ part: "message 3 (user)", expected: undefined, actualPreview: expect.stringContaining("more") })
+    expect(Replay.firstDifference(secondRequest, { ...secondRequest, messages: History.make(user("say hi")) }))
+      .toMatchObject({ path: ["messages", 1], part: "message 1 (assistant)", actualPreview: "(absent)" })
   })
 
   it("a part missing on one side, a tool added, a type change", () => {
@@ -150,7 +157,7 @@ describe("Replay.firstDifference", () => {
   })
 
   it("compares the request's parts in a fixed order: the system prompt before the messages", () => {
-    const both = { ...firstRequest, system: "Be verbose.", messages: [user("say ho")] }
+    const both = { ...firstRequest, system: "Be verbose.", messages: History.make(user("say ho")) }
     expect(Replay.firstDifference(firstRequest, both)?.part).toBe("system")
     // whatever order the keys were written in
     const reordered = { messages: both.messages, tools: both.tools, system: both.system, model: "m" }
@@ -197,9 +204,9 @@ describe("Replay.steps", () => {
       ["turn/end", { turn: 1, reason: { kind: "completed" } }]
     )
     expect(Replay.steps(events).map((s) => s.request)).toStrictEqual([
-      { system: "one", model: "m", messages: [] },
-      { temperature: 0.5, model: "m", messages: [] },
-      { temperature: 0.5, model: "n", messages: [] }
+      { system: "one", model: "m", messages: History.empty },
+      { temperature: 0.5, model: "m", messages: History.empty },
+      { temperature: 0.5, model: "n", messages: History.empty }
     ])
   })
 
@@ -391,7 +398,7 @@ describe("Replay.layer", () => {
     )
     const normalize = (request: ModelRequest.ModelRequest): ModelRequest.ModelRequest =>
       request.system === undefined ? request : { ...request, system: request.system.replaceAll(/\d{4}-\d{2}-\d{2}/g, "<date>") }
-    const today: ModelRequest.ModelRequest = { model: "m", system: "Today is 2031-12-24.", messages: [user("go")] }
+    const today = ModelRequest.make("m", [user("go")], { system: "Today is 2031-12-24." })
     return Effect.gen(function*() {
       expect((yield* drain(today)).chunks).toStrictEqual(answerTwo)
       // without it, the date is the first difference
