@@ -77,9 +77,9 @@ export interface Violation {
  */
 export interface Checker {
   /** Checks the next event; returns what it breaks. */
-  readonly push: (event: SessionEvent.SessionEvent) => ReadonlyArray<Violation>
+  push(event: SessionEvent.SessionEvent): ReadonlyArray<Violation>
   /** How many events were checked. */
-  readonly checked: () => number
+  checked(): number
 }
 
 /**
@@ -130,83 +130,102 @@ interface Call {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}): Checker => {
-  const frozen = options.frozen ?? "sampled"
-  const walkAll = frozen === "deep"
-  const sampling = frozen === "sampled"
-  const shallow = frozen === "shallow"
-  let nextSeq = 0
+export const make = (options: Options = {}): Checker => new RuleChecker(options.frozen ?? "sampled")
+
+// A class rather than closures: every session's checker runs the same compiled methods, so a
+// new session (a test makes many) neither deoptimizes nor recompiles the per-event path.
+class RuleChecker implements Checker {
+  private readonly walkAll: boolean
+  private readonly sampling: boolean
+  private readonly shallow: boolean
+  private nextSeq = 0
   // events checked so far, whatever their seq (the sampling of `data-frozen` counts these)
-  let checkedCount = 0
-  let lastTurn = 0
-  let openTurn: number | undefined
-  let lastStep = 0
-  let openStep: number | undefined
-  let stepMessage = false
+  private checkedCount = 0
+  private lastTurn = 0
+  private openTurn: number | undefined = undefined
+  private lastStep = 0
+  private openStep: number | undefined = undefined
+  private stepMessage = false
   // the open turn's tool calls (from its assistant messages), all of them, and by id the open
   // step's calls (a scripted model may reuse ids from step to step; an earlier call with the
   // same id must still be answered, in its own step)
-  let turnCalls: Array<Call> = []
-  let calls = new Map<Ids.CallId, Call>()
+  private turnCalls: Array<Call> = []
+  private calls = new Map<Ids.CallId, Call>()
   // the latest agent status logged, once there is one
-  let latestStatus: Status | undefined
+  private latestStatus: Status | undefined = undefined
   // the open step's assistant message's call ids not yet announced by tool/call
-  let unannounced = new Set<Ids.CallId>()
-  const statuses = new Map<string, Status>()
+  private unannounced = new Set<Ids.CallId>()
+  private readonly statuses = new Map<string, Status>()
   // the agent whose disposal closed the session to further events, if any
-  let disposedAgent: string | undefined
-
+  private disposedAgent: string | undefined = undefined
   // The event being checked and what it broke live here, not in `push`: checking an event that
   // breaks nothing then allocates nothing, and it runs on every append.
-  let event: SessionEvent.SessionEvent
-  let out: Array<Violation> | undefined
-  const violate = (rule: Rule, message: string) =>
-    (out ??= []).push({ rule, seq: event.seq, type: event.type, message })
+  private event: SessionEvent.SessionEvent | undefined = undefined
+  private out: Array<Violation> | undefined = undefined
 
-  const inStep = (turn: unknown, step: unknown): boolean => {
-    if (openStep === undefined || openTurn === undefined) {
-      violate("in-step", `${event.type} outside an open step`)
+  constructor(frozen: NonNullable<Options["frozen"]>) {
+    this.walkAll = frozen === "deep"
+    this.sampling = frozen === "sampled"
+    this.shallow = frozen === "shallow"
+  }
+
+  checked(): number {
+    return this.nextSeq
+  }
+
+  private violate(rule: Rule, message: string): void {
+    const event = this.event!
+    ;(this.out ??= []).push({ rule, seq: event.seq, type: event.type, message })
+  }
+
+  private inStep(turn: unknown, step: unknown): boolean {
+    if (this.openStep === undefined || this.openTurn === undefined) {
+      this.violate("in-step", `${this.event!.type} outside an open step`)
       return false
     }
-    if (turn !== openTurn || step !== openStep) {
-      violate("in-step", `${event.type} carries turn ${turn} step ${step}, but turn ${openTurn} step ${openStep} is open`)
+    if (turn !== this.openTurn || step !== this.openStep) {
+      this.violate(
+        "in-step",
+        `${this.event!.type} carries turn ${turn} step ${step}, but turn ${this.openTurn} step ${this.openStep} is open`
+      )
       return false
     }
     return true
   }
 
-  const push = (next: SessionEvent.SessionEvent): ReadonlyArray<Violation> => {
-    event = next
-    out = undefined
+  push(next: SessionEvent.SessionEvent): ReadonlyArray<Violation> {
+    const event = next
+    this.event = next
+    this.out = undefined
 
-    if (event.seq !== nextSeq) violate("seq-increments", `expected seq ${nextSeq}, got ${event.seq}`)
-    nextSeq = event.seq + 1
-    const walk = walkAll || (sampling && (checkedCount < sampleAllUpTo || (checkedCount & sampleMask) === 0))
-    if (walk ? !Freeze.isDeeplyFrozen(event) : shallow && !isFrozenShallow(event)) {
-      violate("data-frozen", walk ? "the logged event is not deeply frozen" : "the logged event is not frozen")
+    if (event.seq !== this.nextSeq) this.violate("seq-increments", `expected seq ${this.nextSeq}, got ${event.seq}`)
+    this.nextSeq = event.seq + 1
+    const walk = this.walkAll || (this.sampling && (this.checkedCount < sampleAllUpTo || (this.checkedCount & sampleMask) === 0))
+    if (walk ? !Freeze.isDeeplyFrozen(event) : this.shallow && !isFrozenShallow(event)) {
+      this.violate("data-frozen", walk ? "the logged event is not deeply frozen" : "the logged event is not frozen")
     }
-    checkedCount++
+    this.checkedCount++
 
     // The common case first: a chunk streamed inside the open step before its message, with no
     // disposed agent to watch for (three in four events a loop logs are chunks).
-    if (event.type === "assistant/chunk" && disposedAgent === undefined) {
+    if (event.type === "assistant/chunk" && this.disposedAgent === undefined) {
       const { step, turn } = event.data
-      if (turn !== openTurn || step !== openStep || openStep === undefined || stepMessage) {
-        if (inStep(turn, step) && stepMessage) {
-          violate("chunk-before-message", `a chunk after step ${openStep}'s assistant/message`)
+      if (turn !== this.openTurn || step !== this.openStep || this.openStep === undefined || this.stepMessage) {
+        if (this.inStep(turn, step) && this.stepMessage) {
+          this.violate("chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
         }
       }
-      return out ?? none
+      return this.out ?? none
     }
 
     const data = event.data as Record<string, unknown>
     const isStatus = event.type === "agent/status"
-    if (disposedAgent !== undefined) {
+    if (this.disposedAgent !== undefined) {
       const agent = isStatus ? String(data["agentId"]) : undefined
-      if (!isStatus || agent === disposedAgent || statuses.has(agent!)) {
-        violate("nothing-after-disposed", `${event.type} appended after agent ${disposedAgent} was disposed`)
+      if (!isStatus || agent === this.disposedAgent || this.statuses.has(agent!)) {
+        this.violate("nothing-after-disposed", `${event.type} appended after agent ${this.disposedAgent} was disposed`)
       } else {
-        disposedAgent = undefined
+        this.disposedAgent = undefined
       }
     }
 
@@ -214,125 +233,125 @@ export const make = (options: Options = {}): Checker => {
     switch (event.type) {
       case "turn/start": {
         const turn = event.data.turn
-        if (openTurn !== undefined) violate("turn-pairing", `turn ${turn} starts while turn ${openTurn} is open`)
-        if (turn !== lastTurn + 1) violate("turn-numbering", `turn ${turn} follows turn ${lastTurn}; expected ${lastTurn + 1}`)
-        if (latestStatus !== undefined && latestStatus !== "running") {
-          violate("status-matches-turns", `turn ${turn} starts while the agent is ${latestStatus}`)
+        if (this.openTurn !== undefined) this.violate("turn-pairing", `turn ${turn} starts while turn ${this.openTurn} is open`)
+        if (turn !== this.lastTurn + 1) this.violate("turn-numbering", `turn ${turn} follows turn ${this.lastTurn}; expected ${this.lastTurn + 1}`)
+        if (this.latestStatus !== undefined && this.latestStatus !== "running") {
+          this.violate("status-matches-turns", `turn ${turn} starts while the agent is ${this.latestStatus}`)
         }
-        openTurn = turn
-        lastTurn = Math.max(lastTurn, turn)
-        openStep = undefined
-        lastStep = 0
-        turnCalls = []
-        calls = new Map()
-        unannounced = new Set()
+        this.openTurn = turn
+        this.lastTurn = Math.max(this.lastTurn, turn)
+        this.openStep = undefined
+        this.lastStep = 0
+        this.turnCalls = []
+        this.calls = new Map()
+        this.unannounced = new Set()
         break
       }
       case "turn/end": {
         const turn = event.data.turn
-        if (openTurn === undefined) violate("turn-pairing", `turn/end for turn ${turn} with no open turn`)
-        else if (turn !== openTurn) violate("turn-pairing", `turn/end for turn ${turn} while turn ${openTurn} is open`)
-        if (openStep !== undefined) violate("step-pairing", `turn ${turn} ends while step ${openStep} is open`)
-        for (const call of turnCalls) {
-          if (!call.answered) violate("calls-answered", `tool call ${call.id} has no tool/result at the end of turn ${turn}`)
+        if (this.openTurn === undefined) this.violate("turn-pairing", `turn/end for turn ${turn} with no open turn`)
+        else if (turn !== this.openTurn) this.violate("turn-pairing", `turn/end for turn ${turn} while turn ${this.openTurn} is open`)
+        if (this.openStep !== undefined) this.violate("step-pairing", `turn ${turn} ends while step ${this.openStep} is open`)
+        for (const call of this.turnCalls) {
+          if (!call.answered) this.violate("calls-answered", `tool call ${call.id} has no tool/result at the end of turn ${turn}`)
         }
-        openTurn = undefined
-        openStep = undefined
-        turnCalls = []
-        calls = new Map()
-        unannounced = new Set()
+        this.openTurn = undefined
+        this.openStep = undefined
+        this.turnCalls = []
+        this.calls = new Map()
+        this.unannounced = new Set()
         break
       }
       case "step/start": {
         const { step, turn } = event.data
-        if (openTurn === undefined) violate("step-pairing", `step ${step} starts outside a turn`)
-        else if (turn !== openTurn) violate("step-pairing", `step/start carries turn ${turn} while turn ${openTurn} is open`)
-        if (openStep !== undefined) violate("step-pairing", `step ${step} starts while step ${openStep} is open`)
-        if (step !== lastStep + 1) violate("step-numbering", `step ${step} follows step ${lastStep}; expected ${lastStep + 1}`)
-        openStep = step
-        lastStep = Math.max(lastStep, step)
-        stepMessage = false
-        calls = new Map()
-        unannounced = new Set()
+        if (this.openTurn === undefined) this.violate("step-pairing", `step ${step} starts outside a turn`)
+        else if (turn !== this.openTurn) this.violate("step-pairing", `step/start carries turn ${turn} while turn ${this.openTurn} is open`)
+        if (this.openStep !== undefined) this.violate("step-pairing", `step ${step} starts while step ${this.openStep} is open`)
+        if (step !== this.lastStep + 1) this.violate("step-numbering", `step ${step} follows step ${this.lastStep}; expected ${this.lastStep + 1}`)
+        this.openStep = step
+        this.lastStep = Math.max(this.lastStep, step)
+        this.stepMessage = false
+        this.calls = new Map()
+        this.unannounced = new Set()
         break
       }
       case "step/end": {
         const { step, turn } = event.data
-        if (openStep === undefined) violate("step-pairing", `step/end for step ${step} with no open step`)
-        else if (step !== openStep || turn !== openTurn) {
-          violate("step-pairing", `step/end for turn ${turn} step ${step} while turn ${openTurn} step ${openStep} is open`)
+        if (this.openStep === undefined) this.violate("step-pairing", `step/end for step ${step} with no open step`)
+        else if (step !== this.openStep || turn !== this.openTurn) {
+          this.violate("step-pairing", `step/end for turn ${turn} step ${step} while turn ${this.openTurn} step ${this.openStep} is open`)
         }
-        for (const call of calls.values()) {
+        for (const call of this.calls.values()) {
           if (!call.answered) {
             call.answered = true // reported here, not again at turn/end
-            violate("calls-answered", `tool call ${call.id} has no tool/result at the end of step ${step}`)
+            this.violate("calls-answered", `tool call ${call.id} has no tool/result at the end of step ${step}`)
           }
         }
-        openStep = undefined
-        calls = new Map()
-        unannounced = new Set()
+        this.openStep = undefined
+        this.calls = new Map()
+        this.unannounced = new Set()
         break
       }
       case "model/request": {
-        inStep(event.data.turn, event.data.step)
+        this.inStep(event.data.turn, event.data.step)
         break
       }
       case "assistant/chunk": {
-        if (inStep(event.data.turn, event.data.step) && stepMessage) {
-          violate("chunk-before-message", `a chunk after step ${openStep}'s assistant/message`)
+        if (this.inStep(event.data.turn, event.data.step) && this.stepMessage) {
+          this.violate("chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
         }
         break
       }
       case "assistant/message": {
-        if (inStep(event.data.turn, event.data.step)) {
-          if (stepMessage) violate("chunk-before-message", `a second assistant/message in step ${openStep}`)
-          stepMessage = true
+        if (this.inStep(event.data.turn, event.data.step)) {
+          if (this.stepMessage) this.violate("chunk-before-message", `a second assistant/message in step ${this.openStep}`)
+          this.stepMessage = true
           for (const block of event.data.content) {
             if (block.type !== "tool-call") continue
             const call: Call = { id: block.id, called: false, answered: false }
-            turnCalls.push(call)
-            calls.set(block.id, call)
-            unannounced.add(block.id)
+            this.turnCalls.push(call)
+            this.calls.set(block.id, call)
+            this.unannounced.add(block.id)
           }
         }
         break
       }
       case "user/message": {
-        if (openTurn === undefined) violate("message-in-turn", "a user/message outside a turn")
+        if (this.openTurn === undefined) this.violate("message-in-turn", "a user/message outside a turn")
         break
       }
       case "steering/message": {
-        if (openTurn === undefined) violate("message-in-turn", "a steering/message outside a turn")
-        else if (event.data.turn !== openTurn) {
-          violate("message-in-turn", `a steering/message for turn ${event.data.turn} while turn ${openTurn} is open`)
+        if (this.openTurn === undefined) this.violate("message-in-turn", "a steering/message outside a turn")
+        else if (event.data.turn !== this.openTurn) {
+          this.violate("message-in-turn", `a steering/message for turn ${event.data.turn} while turn ${this.openTurn} is open`)
         }
         break
       }
       case "usage": {
-        if (inStep(event.data.turn, event.data.step) && !stepMessage) {
-          violate("usage-after-message", `usage before step ${openStep}'s assistant/message`)
+        if (this.inStep(event.data.turn, event.data.step) && !this.stepMessage) {
+          this.violate("usage-after-message", `usage before step ${this.openStep}'s assistant/message`)
         }
         break
       }
       case "tool/call": {
-        if (inStep(event.data.turn, event.data.step)) {
+        if (this.inStep(event.data.turn, event.data.step)) {
           const id = event.data.callId
-          if (!unannounced.delete(id)) {
-            violate("call-in-message", `tool/call ${id} is not an unannounced tool call of step ${openStep}'s assistant message`)
+          if (!this.unannounced.delete(id)) {
+            this.violate("call-in-message", `tool/call ${id} is not an unannounced tool call of step ${this.openStep}'s assistant message`)
           } else {
-            calls.get(id)!.called = true
+            this.calls.get(id)!.called = true
           }
         }
         break
       }
       case "tool/result": {
         const id = event.data.callId
-        if (inStep(event.data.turn, event.data.step)) {
-          const call = calls.get(id)
+        if (this.inStep(event.data.turn, event.data.step)) {
+          const call = this.calls.get(id)
           if (call === undefined || !call.called) {
-            violate("result-has-call", `tool/result ${id} has no earlier tool/call in step ${openStep}`)
+            this.violate("result-has-call", `tool/result ${id} has no earlier tool/call in step ${this.openStep}`)
           } else if (call.answered) {
-            violate("result-once", `tool call ${id} already has a result`)
+            this.violate("result-once", `tool call ${id} already has a result`)
           } else {
             call.answered = true
           }
@@ -342,27 +361,25 @@ export const make = (options: Options = {}): Checker => {
       case "agent/status": {
         const agent = String(data["agentId"])
         const status = data["status"] as Status
-        const previous = statuses.get(agent)
+        const previous = this.statuses.get(agent)
         if (previous === undefined) {
-          if (status !== "idle") violate("status-transition", `agent ${agent}'s first status is ${status}, not idle`)
+          if (status !== "idle") this.violate("status-transition", `agent ${agent}'s first status is ${status}, not idle`)
         } else if (previous === status) {
-          violate("status-transition", `agent ${agent}'s status repeats ${status}`)
+          this.violate("status-transition", `agent ${agent}'s status repeats ${status}`)
         } else if (!legal[previous].includes(status)) {
-          violate("status-transition", `agent ${agent}'s status goes ${previous} → ${status}`)
+          this.violate("status-transition", `agent ${agent}'s status goes ${previous} → ${status}`)
         }
-        if (openTurn !== undefined) {
-          violate("status-matches-turns", `agent ${agent}'s status becomes ${status} while turn ${openTurn} is open`)
+        if (this.openTurn !== undefined) {
+          this.violate("status-matches-turns", `agent ${agent}'s status becomes ${status} while turn ${this.openTurn} is open`)
         }
-        statuses.set(agent, status)
-        latestStatus = status
-        if (status === "disposed") disposedAgent = agent
+        this.statuses.set(agent, status)
+        this.latestStatus = status
+        if (status === "disposed") this.disposedAgent = agent
         break
       }
       default:
         break
     }
-    return out ?? none
+    return this.out ?? none
   }
-
-  return { push, checked: () => nextSeq }
 }
