@@ -13,7 +13,7 @@
  * same round (with the quartiles), which cancels what the machine was doing in that round.
  *
  * Then the rules alone: `Rules.make().push` over pre-built frozen events, with each `data-frozen`
- * mode (`"sampled"`, the Layer's default: the first 256 events walked, then one in 64; `"deep"`;
+ * mode (`"sampled"`, the Layer's default: the first 256 events walked, then one in 256; `"deep"`;
  * `"shallow"`; `"off"`), in rotating order (whichever runs first after a GC pays for it).
  *
  * Run: `npm run bench invariants` (Node runs this file directly; it measures, asserts nothing).
@@ -23,16 +23,17 @@ import { SessionStore } from "@dsh/session"
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
 import { appendDraft, type Draft, loop, toEvents } from "../test/logs.ts"
 
-const TURNS = 1000
-const RUNS = 21
+const TURNS = 3000
+const RUNS = 15
 const WARMUP = 3
+const WARMUP_TURNS = 200
 
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
 
 /** What the loop logs for TURNS turns of three streamed steps (fresh objects: append freezes them). */
-const workload = (): Array<Draft> => {
+const workload = (turns = TURNS): Array<Draft> => {
   const l = loop("agent-bench").idle()
-  for (let t = 0; t < TURNS; t++) {
+  for (let t = 0; t < turns; t++) {
     l.turn({
       steps: [
         { chunks: 24, calls: ["ok", "ok"], contextInCall: [1] },
@@ -120,10 +121,21 @@ const program = (drafts: ReadonlyArray<Draft>, mode: Mode) =>
 
 const checkerLayer = Invariants.layer.pipe(Layer.provideMerge(SessionStore.layer))
 
-const runOnce = (mode: Mode): Promise<Timing> => {
+const runIn = (mode: Mode, drafts: ReadonlyArray<Draft>) =>
+  Effect.runPromise(program(drafts, mode).pipe(Effect.provide(mode.checker ? checkerLayer : SessionStore.layer)))
+
+// After the forced GC, a short run in the same mode and a pause for V8's background compiler:
+// once the previous run's events are collected, V8 recompiles the per-event code of the run
+// that follows (seen with --trace-opt: the checker's `push`, ~15 ms of compiling, in every run),
+// which is a cost of forcing GCs between runs, not of appending. Runs measure warm code, as a
+// long-running process has.
+const runOnce = async (mode: Mode): Promise<Timing> => {
   const drafts = workload()
+  const warmUp = workload(WARMUP_TURNS)
   gc()
-  return Effect.runPromise(program(drafts, mode).pipe(Effect.provide(mode.checker ? checkerLayer : SessionStore.layer)))
+  await runIn(mode, warmUp)
+  await new Promise((resolve) => setTimeout(resolve, 25))
+  return runIn(mode, drafts)
 }
 
 const median = (xs: ReadonlyArray<number>) => {
@@ -208,8 +220,9 @@ const pushAll = (frozenMode: (typeof frozenModes)[number]) => {
 const frozenModes = ["sampled", "deep", "shallow", "off"] as const
 for (let i = 0; i < 3; i++) for (const mode of frozenModes) pushAll(mode)
 const pushes: Record<(typeof frozenModes)[number], Array<number>> = { sampled: [], deep: [], shallow: [], off: [] }
+// no forced GC here: checking allocates next to nothing, and the pass right after a forced GC
+// ran up to 3x slower whichever mode it was
 for (let i = 0; i < RUNS; i++) {
-  gc()
   for (let k = 0; k < frozenModes.length; k++) {
     const mode = frozenModes[(i + k) % frozenModes.length]!
     pushes[mode].push(pushAll(mode))

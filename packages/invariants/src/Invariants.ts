@@ -34,7 +34,7 @@ export class Invariants extends Context.Service<Invariants, {
 }>()("@dsh/invariants/Invariants") {
   /**
    * The checker with the default options (`data-frozen` walks a session's first 256 events and
-   * one in 64 after them), over the `SessionStore` it requires.
+   * one in 256 after them), over the `SessionStore` it requires.
    *
    * @since 0.1.0
    */

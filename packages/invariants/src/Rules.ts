@@ -22,7 +22,7 @@ import { Freeze } from "@dsh/session"
  */
 export const rules = {
   "seq-increments": "`seq` starts at 0 and increases by exactly one per event.",
-  "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (by default checked on a session's first 256 events and one in 64 after them; on all with `frozen: \"deep\"`).",
+  "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (by default checked on a session's first 256 events and one in 256 after them; on all with `frozen: \"deep\"`).",
   "turn-pairing": "`turn/start` and `turn/end` alternate (turns do not nest) and a `turn/end` carries its `turn/start`'s number.",
   "turn-numbering": "Turns are numbered 1, 2, … in the session; a seeded session's next turn follows the seed's last.",
   "message-in-turn": "`user/message` and `steering/message` occur only inside an open turn (everything of a turn lies inside it), and a steering message carries its turn's number.",
@@ -91,7 +91,7 @@ export interface Checker {
 export interface Options {
   /**
    * How `data-frozen` is checked: `"sampled"` (the default) walks each of a session's first 256
-   * events all the way down, then one event in 64; `"deep"` walks every event; `"shallow"`
+   * events all the way down, then one event in 256; `"deep"` walks every event; `"shallow"`
    * checks every event's envelope and data object only; `"off"` skips the rule. The session
    * deep-freezes every event whatever this says (ADR 0010); the rule catches a composition
    * where that stopped. Sampling checks a typical test's whole log and finds such a regression
@@ -105,9 +105,10 @@ type Status = "idle" | "running" | "disposed"
 const none: ReadonlyArray<Violation> = []
 
 // `"sampled"` walks every one of a session's first events (a test's whole log, typically), then
-// one in every 64: a composition that stops freezing is caught at the first sampled event.
+// one in 256: a composition that stops freezing is caught at the next sampled event. Checking
+// reads every event from memory anyway; the walk would read every object of the event too.
 const sampleAllUpTo = 256
-const sampleMask = 63
+const sampleMask = 255
 
 const isFrozenShallow = (event: SessionEvent.SessionEvent): boolean =>
   Object.isFrozen(event) && (typeof event.data !== "object" || event.data === null || Object.isFrozen(event.data))
@@ -149,12 +150,12 @@ class RuleChecker implements Checker {
   // the open turn's tool calls (from its assistant messages), all of them, and by id the open
   // step's calls (a scripted model may reuse ids from step to step; an earlier call with the
   // same id must still be answered, in its own step)
-  private turnCalls: Array<Call> = []
-  private calls = new Map<Ids.CallId, Call>()
+  private readonly turnCalls: Array<Call> = []
+  private readonly calls = new Map<Ids.CallId, Call>()
   // the latest agent status logged, once there is one
   private latestStatus: Status | undefined = undefined
   // the open step's assistant message's call ids not yet announced by tool/call
-  private unannounced = new Set<Ids.CallId>()
+  private readonly unannounced = new Set<Ids.CallId>()
   private readonly statuses = new Map<string, Status>()
   // the agent whose disposal closed the session to further events, if any
   private disposedAgent: string | undefined = undefined
@@ -242,9 +243,9 @@ class RuleChecker implements Checker {
         this.lastTurn = Math.max(this.lastTurn, turn)
         this.openStep = undefined
         this.lastStep = 0
-        this.turnCalls = []
-        this.calls = new Map()
-        this.unannounced = new Set()
+        this.turnCalls.length = 0
+        this.calls.clear()
+        this.unannounced.clear()
         break
       }
       case "turn/end": {
@@ -257,9 +258,9 @@ class RuleChecker implements Checker {
         }
         this.openTurn = undefined
         this.openStep = undefined
-        this.turnCalls = []
-        this.calls = new Map()
-        this.unannounced = new Set()
+        this.turnCalls.length = 0
+        this.calls.clear()
+        this.unannounced.clear()
         break
       }
       case "step/start": {
@@ -271,8 +272,8 @@ class RuleChecker implements Checker {
         this.openStep = step
         this.lastStep = Math.max(this.lastStep, step)
         this.stepMessage = false
-        this.calls = new Map()
-        this.unannounced = new Set()
+        this.calls.clear()
+        this.unannounced.clear()
         break
       }
       case "step/end": {
@@ -288,8 +289,8 @@ class RuleChecker implements Checker {
           }
         }
         this.openStep = undefined
-        this.calls = new Map()
-        this.unannounced = new Set()
+        this.calls.clear()
+        this.unannounced.clear()
         break
       }
       case "model/request": {

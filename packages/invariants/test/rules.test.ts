@@ -432,18 +432,18 @@ describe("Rules: every rule has a log that breaks it", () => {
     })
   }
 
-  it("data-frozen: by default the first 256 events are walked all the way down, then one in 64", () => {
+  it("data-frozen: by default the first 256 events are walked all the way down, then one in 256", () => {
     const l = loop(A).idle()
-    for (let t = 0; t < 40; t++) l.turn({ steps: [{ chunks: 6, calls: ["ok"] }, { chunks: 6 }] })
+    for (let t = 0; t < 80; t++) l.turn({ steps: [{ chunks: 6, calls: ["ok"] }, { chunks: 6 }] })
     const valid = toEvents(l.drafts)
-    expect(valid.length).toBeGreaterThan(256 + 130)
+    expect(valid.length).toBeGreaterThan(768 + 1)
     // the event at `at` keeps a frozen envelope but gets thawed data
     const thaw = (at: number) =>
       valid.map((e, i) => (i === at ? Object.freeze({ ...e, data: structuredClone(e.data) }) as SessionEvent.SessionEvent : e))
     const caught = (at: number) => [{ rule: "data-frozen", seq: at, type: valid[at]!.type }]
     expect(check(valid)).toStrictEqual([])
-    for (const at of [0, 5, 100, 255, 256, 320, 384]) expect(check(thaw(at)).map(brief)).toStrictEqual(caught(at))
-    for (const at of [257, 300, 319, 321, 383]) {
+    for (const at of [0, 5, 100, 255, 256, 512, 768]) expect(check(thaw(at)).map(brief)).toStrictEqual(caught(at))
+    for (const at of [257, 300, 511, 513, 767]) {
       expect(check(thaw(at))).toStrictEqual([])
       expect(check(thaw(at), { frozen: "deep" }).map(brief)).toStrictEqual(caught(at))
     }
