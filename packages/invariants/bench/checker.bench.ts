@@ -14,7 +14,7 @@
  *
  * Then the rules alone: `Rules.make().push` over pre-built frozen events, with each `data-frozen`
  * mode (`"sampled"`, the Layer's default: the first 256 events walked, then one in 256; `"deep"`;
- * `"shallow"`; `"off"`), in rotating order (whichever runs first after a GC pays for it).
+ * `"shallow"`; `"off"`), in rotating order.
  *
  * Run: `npm run bench invariants` (Node runs this file directly; it measures, asserts nothing).
  */
@@ -24,7 +24,7 @@ import { Deferred, Effect, Layer, Option, Stream } from "effect"
 import { appendDraft, type Draft, loop, toEvents } from "../test/logs.ts"
 
 const TURNS = 3000
-const RUNS = 15
+const RUNS = 25
 const WARMUP = 3
 const WARMUP_TURNS = 200
 

@@ -70,27 +70,13 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       const stateOf = (session: Session.Session) => {
         let state = watched.get(session)
         if (state === undefined) {
-          state = { session, checker: Rules.make(options), consumed: 0, violations }
+          state = { session, checker: Rules.make(options), consumed: 0, read: 0, violations }
           watched.set(session, state)
         }
         return state
       }
 
-      const watch = (session: Session.Session) =>
-        Effect.suspend(() => {
-          const state = stateOf(session)
-          let position = 0
-          // whole chunks at a time: a reader that fell behind checks what it missed in one go
-          return session.stream.pipe(
-            Stream.runForEachArray((events) =>
-              Effect.suspend(() => {
-                const from = position
-                position += events.length
-                return checkFrom(state, from, events)
-              })
-            )
-          )
-        })
+      const watch = (session: Session.Session) => Effect.suspend(() => watchSession(stateOf(session)))
 
       // Checks whatever the watchers have not reached yet, reading the logs directly; this
       // includes sessions whose watcher has not started.
@@ -135,12 +121,24 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
 interface Watched {
   readonly session: Session.Session
   readonly checker: Rules.Checker
+  /** How many of the log's events were checked (by the watcher or a catch-up). */
   consumed: number
+  /** How many of the log's events the watcher has read from the stream. */
+  read: number
   readonly violations: Array<InvariantError>
 }
 
 // The per-event path lives at module level, not in the Layer's closure: every Layer built (a
 // test suite builds many) then runs the same compiled code instead of warming up its own.
+
+/** Reads a session's stream to its end, whole chunks at a time, checking every event. */
+const watchSession = (state: Watched): Effect.Effect<void> =>
+  Stream.runForEachArray(state.session.stream, (events) =>
+    Effect.suspend(() => {
+      const from = state.read
+      state.read += events.length
+      return checkFrom(state, from, events)
+    }))
 
 /**
  * Checks `events`, the log's events from position `from` on, skipping those already checked:

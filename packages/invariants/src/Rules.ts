@@ -159,9 +159,9 @@ class RuleChecker implements Checker {
   private readonly statuses = new Map<string, Status>()
   // the agent whose disposal closed the session to further events, if any
   private disposedAgent: string | undefined = undefined
-  // The event being checked and what it broke live here, not in `push`: checking an event that
-  // breaks nothing then allocates nothing, and it runs on every append.
-  private event: SessionEvent.SessionEvent | undefined = undefined
+  // What the event being checked broke, if anything. Checking an event that breaks nothing
+  // allocates and stores nothing: it runs on every append, and a store of a fresh object into
+  // this long-lived checker would cost a write barrier per event.
   private out: Array<Violation> | undefined = undefined
 
   constructor(frozen: NonNullable<Options["frozen"]>) {
@@ -174,36 +174,40 @@ class RuleChecker implements Checker {
     return this.nextSeq
   }
 
-  private violate(rule: Rule, message: string): void {
-    const event = this.event!
+  // the violations of the event just checked, leaving none behind for the next
+  private taken(): ReadonlyArray<Violation> {
+    const out = this.out
+    if (out === undefined) return none
+    this.out = undefined
+    return out
+  }
+
+  private violate(event: SessionEvent.SessionEvent, rule: Rule, message: string): void {
     ;(this.out ??= []).push({ rule, seq: event.seq, type: event.type, message })
   }
 
-  private inStep(turn: unknown, step: unknown): boolean {
+  private inStep(event: SessionEvent.SessionEvent, turn: unknown, step: unknown): boolean {
     if (this.openStep === undefined || this.openTurn === undefined) {
-      this.violate("in-step", `${this.event!.type} outside an open step`)
+      this.violate(event, "in-step", `${event.type} outside an open step`)
       return false
     }
     if (turn !== this.openTurn || step !== this.openStep) {
       this.violate(
+        event,
         "in-step",
-        `${this.event!.type} carries turn ${turn} step ${step}, but turn ${this.openTurn} step ${this.openStep} is open`
+        `${event.type} carries turn ${turn} step ${step}, but turn ${this.openTurn} step ${this.openStep} is open`
       )
       return false
     }
     return true
   }
 
-  push(next: SessionEvent.SessionEvent): ReadonlyArray<Violation> {
-    const event = next
-    this.event = next
-    this.out = undefined
-
-    if (event.seq !== this.nextSeq) this.violate("seq-increments", `expected seq ${this.nextSeq}, got ${event.seq}`)
+  push(event: SessionEvent.SessionEvent): ReadonlyArray<Violation> {
+    if (event.seq !== this.nextSeq) this.violate(event, "seq-increments", `expected seq ${this.nextSeq}, got ${event.seq}`)
     this.nextSeq = event.seq + 1
     const walk = this.walkAll || (this.sampling && (this.checkedCount < sampleAllUpTo || (this.checkedCount & sampleMask) === 0))
     if (walk ? !Freeze.isDeeplyFrozen(event) : this.shallow && !isFrozenShallow(event)) {
-      this.violate("data-frozen", walk ? "the logged event is not deeply frozen" : "the logged event is not frozen")
+      this.violate(event, "data-frozen", walk ? "the logged event is not deeply frozen" : "the logged event is not frozen")
     }
     this.checkedCount++
 
@@ -212,11 +216,11 @@ class RuleChecker implements Checker {
     if (event.type === "assistant/chunk" && this.disposedAgent === undefined) {
       const { step, turn } = event.data
       if (turn !== this.openTurn || step !== this.openStep || this.openStep === undefined || this.stepMessage) {
-        if (this.inStep(turn, step) && this.stepMessage) {
-          this.violate("chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
+        if (this.inStep(event, turn, step) && this.stepMessage) {
+          this.violate(event, "chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
         }
       }
-      return this.out ?? none
+      return this.taken()
     }
 
     const data = event.data as Record<string, unknown>
@@ -224,7 +228,7 @@ class RuleChecker implements Checker {
     if (this.disposedAgent !== undefined) {
       const agent = isStatus ? String(data["agentId"]) : undefined
       if (!isStatus || agent === this.disposedAgent || this.statuses.has(agent!)) {
-        this.violate("nothing-after-disposed", `${event.type} appended after agent ${this.disposedAgent} was disposed`)
+        this.violate(event, "nothing-after-disposed", `${event.type} appended after agent ${this.disposedAgent} was disposed`)
       } else {
         this.disposedAgent = undefined
       }
@@ -234,10 +238,10 @@ class RuleChecker implements Checker {
     switch (event.type) {
       case "turn/start": {
         const turn = event.data.turn
-        if (this.openTurn !== undefined) this.violate("turn-pairing", `turn ${turn} starts while turn ${this.openTurn} is open`)
-        if (turn !== this.lastTurn + 1) this.violate("turn-numbering", `turn ${turn} follows turn ${this.lastTurn}; expected ${this.lastTurn + 1}`)
+        if (this.openTurn !== undefined) this.violate(event, "turn-pairing", `turn ${turn} starts while turn ${this.openTurn} is open`)
+        if (turn !== this.lastTurn + 1) this.violate(event, "turn-numbering", `turn ${turn} follows turn ${this.lastTurn}; expected ${this.lastTurn + 1}`)
         if (this.latestStatus !== undefined && this.latestStatus !== "running") {
-          this.violate("status-matches-turns", `turn ${turn} starts while the agent is ${this.latestStatus}`)
+          this.violate(event, "status-matches-turns", `turn ${turn} starts while the agent is ${this.latestStatus}`)
         }
         this.openTurn = turn
         this.lastTurn = Math.max(this.lastTurn, turn)
@@ -250,11 +254,11 @@ class RuleChecker implements Checker {
       }
       case "turn/end": {
         const turn = event.data.turn
-        if (this.openTurn === undefined) this.violate("turn-pairing", `turn/end for turn ${turn} with no open turn`)
-        else if (turn !== this.openTurn) this.violate("turn-pairing", `turn/end for turn ${turn} while turn ${this.openTurn} is open`)
-        if (this.openStep !== undefined) this.violate("step-pairing", `turn ${turn} ends while step ${this.openStep} is open`)
+        if (this.openTurn === undefined) this.violate(event, "turn-pairing", `turn/end for turn ${turn} with no open turn`)
+        else if (turn !== this.openTurn) this.violate(event, "turn-pairing", `turn/end for turn ${turn} while turn ${this.openTurn} is open`)
+        if (this.openStep !== undefined) this.violate(event, "step-pairing", `turn ${turn} ends while step ${this.openStep} is open`)
         for (const call of this.turnCalls) {
-          if (!call.answered) this.violate("calls-answered", `tool call ${call.id} has no tool/result at the end of turn ${turn}`)
+          if (!call.answered) this.violate(event, "calls-answered", `tool call ${call.id} has no tool/result at the end of turn ${turn}`)
         }
         this.openTurn = undefined
         this.openStep = undefined
@@ -265,10 +269,10 @@ class RuleChecker implements Checker {
       }
       case "step/start": {
         const { step, turn } = event.data
-        if (this.openTurn === undefined) this.violate("step-pairing", `step ${step} starts outside a turn`)
-        else if (turn !== this.openTurn) this.violate("step-pairing", `step/start carries turn ${turn} while turn ${this.openTurn} is open`)
-        if (this.openStep !== undefined) this.violate("step-pairing", `step ${step} starts while step ${this.openStep} is open`)
-        if (step !== this.lastStep + 1) this.violate("step-numbering", `step ${step} follows step ${this.lastStep}; expected ${this.lastStep + 1}`)
+        if (this.openTurn === undefined) this.violate(event, "step-pairing", `step ${step} starts outside a turn`)
+        else if (turn !== this.openTurn) this.violate(event, "step-pairing", `step/start carries turn ${turn} while turn ${this.openTurn} is open`)
+        if (this.openStep !== undefined) this.violate(event, "step-pairing", `step ${step} starts while step ${this.openStep} is open`)
+        if (step !== this.lastStep + 1) this.violate(event, "step-numbering", `step ${step} follows step ${this.lastStep}; expected ${this.lastStep + 1}`)
         this.openStep = step
         this.lastStep = Math.max(this.lastStep, step)
         this.stepMessage = false
@@ -278,14 +282,14 @@ class RuleChecker implements Checker {
       }
       case "step/end": {
         const { step, turn } = event.data
-        if (this.openStep === undefined) this.violate("step-pairing", `step/end for step ${step} with no open step`)
+        if (this.openStep === undefined) this.violate(event, "step-pairing", `step/end for step ${step} with no open step`)
         else if (step !== this.openStep || turn !== this.openTurn) {
-          this.violate("step-pairing", `step/end for turn ${turn} step ${step} while turn ${this.openTurn} step ${this.openStep} is open`)
+          this.violate(event, "step-pairing", `step/end for turn ${turn} step ${step} while turn ${this.openTurn} step ${this.openStep} is open`)
         }
         for (const call of this.calls.values()) {
           if (!call.answered) {
             call.answered = true // reported here, not again at turn/end
-            this.violate("calls-answered", `tool call ${call.id} has no tool/result at the end of step ${step}`)
+            this.violate(event, "calls-answered", `tool call ${call.id} has no tool/result at the end of step ${step}`)
           }
         }
         this.openStep = undefined
@@ -294,18 +298,18 @@ class RuleChecker implements Checker {
         break
       }
       case "model/request": {
-        this.inStep(event.data.turn, event.data.step)
+        this.inStep(event, event.data.turn, event.data.step)
         break
       }
       case "assistant/chunk": {
-        if (this.inStep(event.data.turn, event.data.step) && this.stepMessage) {
-          this.violate("chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
+        if (this.inStep(event, event.data.turn, event.data.step) && this.stepMessage) {
+          this.violate(event, "chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
         }
         break
       }
       case "assistant/message": {
-        if (this.inStep(event.data.turn, event.data.step)) {
-          if (this.stepMessage) this.violate("chunk-before-message", `a second assistant/message in step ${this.openStep}`)
+        if (this.inStep(event, event.data.turn, event.data.step)) {
+          if (this.stepMessage) this.violate(event, "chunk-before-message", `a second assistant/message in step ${this.openStep}`)
           this.stepMessage = true
           for (const block of event.data.content) {
             if (block.type !== "tool-call") continue
@@ -318,27 +322,27 @@ class RuleChecker implements Checker {
         break
       }
       case "user/message": {
-        if (this.openTurn === undefined) this.violate("message-in-turn", "a user/message outside a turn")
+        if (this.openTurn === undefined) this.violate(event, "message-in-turn", "a user/message outside a turn")
         break
       }
       case "steering/message": {
-        if (this.openTurn === undefined) this.violate("message-in-turn", "a steering/message outside a turn")
+        if (this.openTurn === undefined) this.violate(event, "message-in-turn", "a steering/message outside a turn")
         else if (event.data.turn !== this.openTurn) {
-          this.violate("message-in-turn", `a steering/message for turn ${event.data.turn} while turn ${this.openTurn} is open`)
+          this.violate(event, "message-in-turn", `a steering/message for turn ${event.data.turn} while turn ${this.openTurn} is open`)
         }
         break
       }
       case "usage": {
-        if (this.inStep(event.data.turn, event.data.step) && !this.stepMessage) {
-          this.violate("usage-after-message", `usage before step ${this.openStep}'s assistant/message`)
+        if (this.inStep(event, event.data.turn, event.data.step) && !this.stepMessage) {
+          this.violate(event, "usage-after-message", `usage before step ${this.openStep}'s assistant/message`)
         }
         break
       }
       case "tool/call": {
-        if (this.inStep(event.data.turn, event.data.step)) {
+        if (this.inStep(event, event.data.turn, event.data.step)) {
           const id = event.data.callId
           if (!this.unannounced.delete(id)) {
-            this.violate("call-in-message", `tool/call ${id} is not an unannounced tool call of step ${this.openStep}'s assistant message`)
+            this.violate(event, "call-in-message", `tool/call ${id} is not an unannounced tool call of step ${this.openStep}'s assistant message`)
           } else {
             this.calls.get(id)!.called = true
           }
@@ -347,12 +351,12 @@ class RuleChecker implements Checker {
       }
       case "tool/result": {
         const id = event.data.callId
-        if (this.inStep(event.data.turn, event.data.step)) {
+        if (this.inStep(event, event.data.turn, event.data.step)) {
           const call = this.calls.get(id)
           if (call === undefined || !call.called) {
-            this.violate("result-has-call", `tool/result ${id} has no earlier tool/call in step ${this.openStep}`)
+            this.violate(event, "result-has-call", `tool/result ${id} has no earlier tool/call in step ${this.openStep}`)
           } else if (call.answered) {
-            this.violate("result-once", `tool call ${id} already has a result`)
+            this.violate(event, "result-once", `tool call ${id} already has a result`)
           } else {
             call.answered = true
           }
@@ -364,14 +368,14 @@ class RuleChecker implements Checker {
         const status = data["status"] as Status
         const previous = this.statuses.get(agent)
         if (previous === undefined) {
-          if (status !== "idle") this.violate("status-transition", `agent ${agent}'s first status is ${status}, not idle`)
+          if (status !== "idle") this.violate(event, "status-transition", `agent ${agent}'s first status is ${status}, not idle`)
         } else if (previous === status) {
-          this.violate("status-transition", `agent ${agent}'s status repeats ${status}`)
+          this.violate(event, "status-transition", `agent ${agent}'s status repeats ${status}`)
         } else if (!legal[previous].includes(status)) {
-          this.violate("status-transition", `agent ${agent}'s status goes ${previous} → ${status}`)
+          this.violate(event, "status-transition", `agent ${agent}'s status goes ${previous} → ${status}`)
         }
         if (this.openTurn !== undefined) {
-          this.violate("status-matches-turns", `agent ${agent}'s status becomes ${status} while turn ${this.openTurn} is open`)
+          this.violate(event, "status-matches-turns", `agent ${agent}'s status becomes ${status} while turn ${this.openTurn} is open`)
         }
         this.statuses.set(agent, status)
         this.latestStatus = status
@@ -381,6 +385,6 @@ class RuleChecker implements Checker {
       default:
         break
     }
-    return this.out ?? none
+    return this.taken()
   }
 }
