@@ -21,6 +21,7 @@
 import { Invariants, Rules } from "@dsh/invariants"
 import { SessionStore } from "@dsh/session"
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
+import { setTimeout as sleep } from "node:timers/promises"
 import { appendDraft, type Draft, loop, toEvents } from "../test/logs.ts"
 
 const TURNS = 3000
@@ -134,7 +135,7 @@ const runOnce = async (mode: Mode): Promise<Timing> => {
   const warmUp = workload(WARMUP_TURNS)
   gc()
   await runIn(mode, warmUp)
-  await new Promise((resolve) => setTimeout(resolve, 25))
+  await sleep(25)
   return runIn(mode, drafts)
 }
 
