@@ -150,9 +150,12 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
       use: chain.register,
       assemble: (input) =>
         chain.apply(input, base).pipe(
-          Effect.withSpan("SystemPrompt.assemble", {
-            attributes: { "dsh.session": input.context.sessionId, "dsh.turn": input.context.turn, "dsh.step": input.context.step }
-          })
+          Effect.withSpan(
+            "SystemPrompt.assemble",
+            { attributes: { "dsh.session": input.context.sessionId, "dsh.turn": input.context.turn, "dsh.step": input.context.step } },
+            // the caller is the agent loop's step, whose span says where: not worth an Error per step
+            { captureStackTrace: false }
+          )
         )
     })
   })

@@ -74,7 +74,10 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
             )
           })
         )
-      }).pipe(Effect.withSpan("FlushCheckpoint.flush", { attributes: { "dsh.session": session.id } }))
+      }).pipe(
+        // the caller is the agent loop at every turn end: not worth an Error per turn
+        Effect.withSpan("FlushCheckpoint.flush", { attributes: { "dsh.session": session.id } }, { captureStackTrace: false })
+      )
 
     return FlushCheckpoint.of({ register: (hook) => hooks.add(hook), flush })
   })
