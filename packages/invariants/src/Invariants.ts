@@ -15,10 +15,12 @@
  */
 import type { Session, SessionEvent } from "@dsh/session"
 import { SessionStore } from "@dsh/session"
-import { Context, Effect, Fiber, Layer, Stream } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import { InvariantError } from "./InvariantError.ts"
 import * as Rules from "./Rules.ts"
 
+// The member docs name members in backticks: a JSDoc link to `Invariants.checked` here makes
+// the TypeScript 7 checker see the class in its own base type.
 /**
  * @since 0.1.0
  * @category services
@@ -28,9 +30,18 @@ export class Invariants extends Context.Service<Invariants, {
   readonly violations: Effect.Effect<ReadonlyArray<InvariantError>>
   /**
    * Checks every event appended so far (waiting for nothing) and fails with the first
-   * violation, if any. Use it to assert mid-test that the contract holds.
+   * violation not already reported by `checked`, if any. Use it to assert mid-test that the
+   * contract holds.
    */
   readonly verify: Effect.Effect<void, InvariantError>
+  /**
+   * Runs an effect, then checks every event appended so far and, if the effect succeeded,
+   * fails with what was found while it ran. Those violations are then reported: `verify` and
+   * the Layer's finalizer do not report them again. When tests share one Layer
+   * (`layer(...)`/`it.layer`), wrapping each test body makes a violation fail the test that
+   * caused it instead of the suite's teardown.
+   */
+  readonly checked: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InvariantError, R>
 }>()("@dsh/invariants/Invariants") {
   /**
    * The checker with the default options (`data-frozen` walks a session's first 256 events and
@@ -93,7 +104,26 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
           { discard: true }
         ))
 
-      const verify = Effect.suspend(() => (violations.length === 0 ? Effect.void : Effect.fail(violations[0]!)))
+      // violations a `checked` caller failed with, which nothing reports again
+      const reported = new Set<InvariantError>()
+      const unreported = () => violations.filter((v) => !reported.has(v))
+
+      const verify = Effect.suspend(() => {
+        const open = unreported()
+        return open.length === 0 ? Effect.void : Effect.fail(open[0]!)
+      })
+
+      const checked = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | InvariantError, R> =>
+        Effect.suspend(() => {
+          const start = violations.length
+          return Effect.flatMap(Effect.exit(effect), (exit) =>
+            Effect.flatMap(catchUp, (): Effect.Effect<A, E | InvariantError, never> => {
+              const found = violations.slice(start).filter((v) => !reported.has(v))
+              if (Exit.isFailure(exit) || found.length === 0) return exit
+              for (const v of found) reported.add(v)
+              return Effect.fail(found.length === 1 ? found[0]! : withCount(found))
+            }))
+        })
 
       const sessions = yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.forkChild(watch(session))),
@@ -104,15 +134,15 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
         Effect.gen(function*() {
           yield* Fiber.interrupt(sessions)
           yield* catchUp
-          if (violations.length > 0) {
-            return yield* Effect.die(violations.length === 1 ? violations[0]! : withCount(violations))
-          }
+          const open = unreported()
+          if (open.length > 0) return yield* Effect.die(open.length === 1 ? open[0]! : withCount(open))
         })
       )
 
       return Invariants.of({
         violations: Effect.sync(() => violations.slice()),
-        verify: Effect.suspend(() => Effect.andThen(catchUp, verify))
+        verify: Effect.suspend(() => Effect.andThen(catchUp, verify)),
+        checked
       })
     })
   )

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { AgentHooks } from "@dsh/agent"
-import { Invariants } from "@dsh/invariants"
+import { type InvariantError, Invariants } from "@dsh/invariants"
 import { Model, ModelRegistry, ScriptedModel } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
 import { FlushCheckpoint, type Session, type SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
@@ -91,4 +91,33 @@ export const replay = (
   Effect.gen(function*() {
     const store = yield* SessionStore
     return yield* store.create(id === undefined ? { seed: events } : { id, seed: events })
+  })
+
+/**
+ * Runs a test body and fails it with the event-contract violations found while it ran; those
+ * are then reported, so neither `Invariants.verify` nor the test layer's teardown reports them
+ * again. Tests that share one layer (`layer(...)`/`it.layer` of `@effect/vitest`) wrap each body
+ * in it so a violation fails the test that caused it; without it, the violation still fails
+ * the run, at the suite's teardown.
+ *
+ * **Example** (Tests sharing one layer)
+ *
+ * ```ts
+ * import { layer } from "@effect/vitest"
+ * import { Testing } from "@dsh/testing"
+ *
+ * layer(TestLayer)("my agent", (it) => {
+ *   it.effect("answers", () => Testing.checked(Effect.gen(function*() { ... })))
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category invariants
+ */
+export const checked = <A, E, R>(
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | InvariantError, R | Invariants> =>
+  Effect.gen(function*() {
+    const invariants = yield* Invariants
+    return yield* invariants.checked(body)
   })
