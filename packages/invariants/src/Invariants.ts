@@ -36,7 +36,7 @@ export class Invariants extends Context.Service<Invariants, {
   readonly verify: Effect.Effect<void, InvariantError>
   /**
    * Runs an effect, then checks every event appended so far and, if the effect succeeded,
-   * fails with what was found while it ran. Those violations are then reported: `verify` and
+   * fails with the violations of the events appended while it ran. Those violations are then reported: `verify` and
    * the Layer's finalizer do not report them again. When tests share one Layer
    * (`layer(...)`/`it.layer`), wrapping each test body makes a violation fail the test that
    * caused it instead of the suite's teardown.
@@ -113,8 +113,9 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
         return open.length === 0 ? Effect.void : Effect.fail(open[0]!)
       })
 
+      // Catches up before the effect too, so what was appended before it is not counted as its.
       const checked = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | InvariantError, R> =>
-        Effect.suspend(() => {
+        Effect.andThen(catchUp, () => {
           const start = violations.length
           return Effect.flatMap(Effect.exit(effect), (exit) =>
             Effect.flatMap(catchUp, (): Effect.Effect<A, E | InvariantError, never> => {

@@ -94,11 +94,11 @@ export const replay = (
   })
 
 /**
- * Runs a test body and fails it with the event-contract violations found while it ran; those
- * are then reported, so neither `Invariants.verify` nor the test layer's teardown reports them
- * again. Tests that share one layer (`layer(...)`/`it.layer` of `@effect/vitest`) wrap each body
- * in it so a violation fails the test that caused it; without it, the violation still fails
- * the run, at the suite's teardown.
+ * Runs a test body and fails it with the event-contract violations of the events appended
+ * while it ran; those are then reported, so neither `Invariants.verify` nor the test layer's
+ * teardown reports them again. Tests that share one layer (`layer(...)`/`it.layer` of
+ * `@effect/vitest`) wrap each body in it so a violation fails the test that caused it; without
+ * it, the violation still fails the run, at the suite's teardown.
  *
  * **Example** (Tests sharing one layer)
  *

@@ -60,42 +60,45 @@ layer(Layer.merge(Testing.layer(), Layer.succeed(References.MinimumLogLevel, "No
 })
 
 describe("Testing.checked with a layer of its own", () => {
-  const run = <A, E>(program: Effect.Effect<A, E, Testing.Services | Scope.Scope>) =>
-    Effect.exit(program.pipe(Effect.scoped, Effect.provide(Testing.layer()), quiet))
+  /**
+   * Runs `before`, then `body` under `Testing.checked`, in a test layer of their own; returns
+   * the body's Exit and what the layer's teardown failed with (undefined if nothing).
+   */
+  const checkedIn = <A, E>(
+    body: Effect.Effect<A, E, Testing.Services | Scope.Scope>,
+    before: Effect.Effect<unknown, unknown, Testing.Services | Scope.Scope> = Effect.void
+  ) =>
+    Effect.gen(function*() {
+      let bodyExit: Exit.Exit<A, unknown> | undefined
+      const exit = yield* Effect.exit(
+        Effect.gen(function*() {
+          yield* before
+          bodyExit = yield* Effect.exit(Testing.checked(body))
+        }).pipe(Effect.scoped, Effect.provide(Testing.layer()), quiet)
+      )
+      return { body: bodyExit!, teardown: failureOf(exit) as InvariantError | undefined }
+    })
 
   it.effect("a violation from before the body is not the body's: the body succeeds, the teardown fails", () =>
     Effect.gen(function*() {
-      let bodyExit: Exit.Exit<void, unknown> | undefined
-      const exit = yield* run(Effect.gen(function*() {
-        yield* breakContract("before")
-        yield* (yield* Invariants).verify.pipe(Effect.ignore)
-        bodyExit = yield* Effect.exit(Testing.checked(keepContract("during")))
-      }))
-      expect(bodyExit).toStrictEqual(Exit.void)
-      const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-      expect((defect as InvariantError).sessionId).toBe("before")
+      const { body, teardown } = yield* checkedIn(keepContract("during"), breakContract("before"))
+      expect(body).toStrictEqual(Exit.void)
+      expect(teardown?.sessionId).toBe("before")
     }))
 
   it.effect("a body that fails keeps its own failure; the violation is left to the teardown", () =>
     Effect.gen(function*() {
-      let bodyExit: Exit.Exit<void, unknown> | undefined
-      const exit = yield* run(Effect.gen(function*() {
-        bodyExit = yield* Effect.exit(Testing.checked(Effect.andThen(breakContract("failing"), Effect.fail("boom"))))
-      }))
-      expect(bodyExit).toStrictEqual(Exit.fail("boom"))
-      const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
-      expect((defect as InvariantError).sessionId).toBe("failing")
+      const { body, teardown } = yield* checkedIn(Effect.andThen(breakContract("failing"), Effect.fail("boom")))
+      expect(body).toStrictEqual(Exit.fail("boom"))
+      expect(teardown?.sessionId).toBe("failing")
     }))
 
   it.effect("several violations in one body: the first, with the count of the others", () =>
     Effect.gen(function*() {
-      let bodyExit: Exit.Exit<void, unknown> | undefined
-      const exit = yield* run(Effect.gen(function*() {
-        bodyExit = yield* Effect.exit(Testing.checked(Effect.andThen(breakContract("one"), breakContract("two"))))
-      }))
-      const error = bodyExit === undefined ? undefined : failureOf(bodyExit)
-      expect((error as InvariantError).sessionId).toBe("one")
-      expect((error as InvariantError).message).toContain("and 1 more violation(s): step-pairing@two#0")
-      expect(exit).toStrictEqual(Exit.void)
+      const { body, teardown } = yield* checkedIn(Effect.andThen(breakContract("one"), breakContract("two")))
+      const error = failureOf(body) as InvariantError
+      expect(error.sessionId).toBe("one")
+      expect(error.message).toContain("and 1 more violation(s): step-pairing@two#0")
+      expect(teardown).toBeUndefined()
     }))
 })
