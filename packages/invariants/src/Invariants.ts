@@ -36,10 +36,10 @@ export class Invariants extends Context.Service<Invariants, {
   readonly verify: Effect.Effect<void, InvariantError>
   /**
    * Runs an effect, then checks every event appended so far and, if the effect succeeded,
-   * fails with the violations of the events appended while it ran. Those violations are then reported: `verify` and
-   * the Layer's finalizer do not report them again. When tests share one Layer
-   * (`layer(...)`/`it.layer`), wrapping each test body makes a violation fail the test that
-   * caused it instead of the suite's teardown.
+   * fails with the violations of the events appended while it ran. Those violations are then
+   * reported: `verify` and the Layer's finalizer do not report them again. When tests share
+   * one Layer (`layer(...)`/`it.layer`), wrapping each test body makes a violation fail the
+   * test that caused it instead of the suite's teardown.
    */
   readonly checked: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | InvariantError, R>
 }>()("@dsh/invariants/Invariants") {
