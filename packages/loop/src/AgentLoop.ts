@@ -273,13 +273,7 @@ export const layer: Layer.Layer<
                 for (const call of step.calls) {
                   if (step.answered.has(call.id)) continue
                   if (!step.called.has(call.id)) {
-                    yield* append("tool/call", {
-                      turn,
-                      step: step.step,
-                      callId: call.id,
-                      name: call.name,
-                      arguments: call.arguments
-                    }, () => step.called.add(call.id))
+                    yield* append("tool/call", callData(turn, step.step, call), () => step.called.add(call.id))
                   }
                   const result = step.results.get(call.id) ?? ToolResult.aborted(call, reason)
                   yield* append(
@@ -310,13 +304,7 @@ export const layer: Layer.Layer<
                   }
                   i += batch.length
                   for (const call of batch) {
-                    yield* record("tool/call", {
-                      turn,
-                      step: step.step,
-                      callId: call.id,
-                      name: call.name,
-                      arguments: call.arguments
-                    }, () => step.called.add(call.id))
+                    yield* record("tool/call", callData(turn, step.step, call), () => step.called.add(call.id))
                   }
                   yield* Effect.forEach(
                     batch,
@@ -653,6 +641,14 @@ interface Run {
   abort: string | undefined | null
   stepFiber: Fiber.Fiber<unknown, unknown> | undefined
 }
+
+const callData = (turn: number, step: number, call: Content.ToolCallBlock): SessionEvent.DataOf<"tool/call"> => ({
+  turn,
+  step,
+  callId: call.id,
+  name: call.name,
+  arguments: call.arguments
+})
 
 const resultData = (
   turn: number,
