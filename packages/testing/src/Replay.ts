@@ -273,8 +273,8 @@ const previews = (expected: unknown, actual: unknown): readonly [string, string]
  * message histories, which count as the array of their messages), or `undefined` when they are
  * structurally equal. A key holding `undefined` counts as absent. Arrays are compared element
  * by element, then by length (the first extra or missing element is the difference). Object
- * keys are compared in the expected value's order, then the actual
- * value's extra keys — except that the parts of a model request come first in the order
+ * keys are compared in the expected value's order, then the actual value's extra keys —
+ * except that the parts of a model request come first in the order
  * model, system, tools, toolChoice, temperature, maxTokens, stop, providerOptions, messages —
  * so for two requests this is the difference the replay model reports.
  *
