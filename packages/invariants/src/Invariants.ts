@@ -8,8 +8,8 @@
  * naming the rule, the session, the event's `seq` and type, and logged at once; and when the
  * Layer's scope closes, the checker first checks every event appended so far (so a violation
  * from a background fiber just before the end is not missed), then dies with the first
- * violation. A test that provides the Layer therefore fails with that error, whichever fiber
- * broke the contract.
+ * violation that `checked` has not already failed with. A test that provides the Layer
+ * therefore fails with that error, whichever fiber broke the contract.
  *
  * @since 0.1.0
  */

@@ -251,7 +251,10 @@ describe("History: identity, display, JSON and Schema", () => {
     const json = Schema.toCodecJson(History.History)
     expect(Schema.decodeUnknownSync(json)(Schema.encodeSync(json)(history))).toStrictEqual(history)
     // every message is validated
-    expect(() => Schema.decodeUnknownSync(History.History)([{ role: "tool", content: [] }])).toThrow()
+    // a bad message fails with its path in the array
+    expect(() => Schema.decodeUnknownSync(History.History)([...messages(0, 1), { role: "tool", content: [] }])).toThrow(
+      /at \[1\]\["role"\]/
+    )
     expect(() => Schema.decodeUnknownSync(History.History)({ length: 0 })).toThrow()
     expect(Schema.is(History.History)(history)).toBe(true)
     expect(Schema.is(History.History)(messages(0, 1))).toBe(false)
