@@ -127,10 +127,10 @@ export class AgentHooks extends Context.Service<AgentHooks, {
    */
   static readonly layer: Layer.Layer<AgentHooks> = Layer.sync(AgentHooks, () =>
     AgentHooks.of({
-      request: Middleware.make({ suspend: Effect.suspend }),
-      stepResult: Middleware.make({ suspend: Effect.suspend }),
-      continuation: Middleware.make({ suspend: Effect.suspend }),
-      listeners: Middleware.make({ suspend: Effect.suspend })
+      request: Middleware.makeEffect(),
+      stepResult: Middleware.makeEffect(),
+      continuation: Middleware.makeEffect(),
+      listeners: Middleware.makeEffect()
     }))
 }
 

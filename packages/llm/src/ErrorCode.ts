@@ -47,7 +47,7 @@ export const catalog = {
     raisedBy: "@dsh/model (ModelConflictError), raised by the model registry"
   },
   MIDDLEWARE: {
-    meaning: "A middleware (around any seam) failed or died; the message names the middleware.",
+    meaning: "A middleware (around any seam: requests, step results, continuation, listeners, prompt assembly, model calls, tool execution) threw or its Effect or Stream died; the message names the middleware and what it threw. (A middleware that fails with a harness error keeps that error's code.)",
     raisedBy: "@dsh/llm (MiddlewareError), raised by middleware chains"
   },
   INVALID_ARGS: {
@@ -74,6 +74,10 @@ export const catalog = {
     meaning: "The work was interrupted before it finished (an abort, a disposal, or the tool interrupting itself).",
     raisedBy: "@dsh/tools (AbortedError), raised by the tool registry and by the loop for calls it never finished"
   },
+  TOOL_OUTCOME_UNKNOWN: {
+    meaning: "A tool call was running when the process that ran it ended (a crash); resuming the session answered it with this code because whether the tool's effect happened is unknown.",
+    raisedBy: "@dsh/session (ToolOutcomeUnknownError), raised when a session is resumed with an interrupted turn"
+  },
   INVALID_TOOL: {
     meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema.",
     raisedBy: "@dsh/tools (InvalidToolError), raised by the tool registry"
@@ -85,6 +89,10 @@ export const catalog = {
   SESSION_EXISTS: {
     meaning: "A session was created with an id that the store already holds.",
     raisedBy: "@dsh/session (SessionExistsError), raised by the session store"
+  },
+  SESSION_LOCKED: {
+    meaning: "A session already has a writer: another process holds its file's lock, or another agent drives it; the message names the holder.",
+    raisedBy: "@dsh/session (SessionLockedError), raised by JsonlSessions and by Agents.create"
   },
   PERSISTENCE: {
     meaning: "A flush hook failed to persist a session (I/O error, unencodable event); the agent reports it and goes on.",
@@ -139,6 +147,14 @@ export type ErrorCode = keyof typeof catalog
  * @category catalog
  */
 export const codes: ReadonlyArray<ErrorCode> = Object.keys(catalog) as Array<ErrorCode>
+
+/**
+ * Whether a string is a code of the catalog.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && Object.hasOwn(catalog, code)
 
 /**
  * Schema of a stable error code.

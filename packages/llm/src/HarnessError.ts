@@ -8,6 +8,7 @@
  */
 import { Predicate, Schema } from "effect"
 import type { ErrorCode } from "./ErrorCode.ts"
+import { bounded, messageOf, render } from "./internal/render.ts"
 
 /**
  * The shape every harness error shares.
@@ -97,3 +98,44 @@ export const isHarnessError = (u: unknown): u is HarnessError =>
  * @category utils
  */
 export const info = (error: HarnessError): ErrorInfo => ({ tag: error._tag, code: error.code })
+
+/**
+ * The longest text {@link describe} returns (before its length note).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const describeLimit = 2000
+
+/**
+ * Any failure in words, for a tool result, an `error` event or a turn's end: a harness error's
+ * or an `Error`'s message (an `Error` of another class is prefixed with its name, e.g.
+ * `TypeError: x is not a function`), a thrown string's text, the `message` of a plain object
+ * that has one, and for anything else a bounded JSON-like rendering. It never throws and
+ * never says `[object Object]`: a cycle renders as `[Circular]`, a getter that throws as
+ * `[unreadable]`, and the result is cut at {@link describeLimit} characters. Stacks are never
+ * included.
+ *
+ * @example
+ * ```ts
+ * import { HarnessError } from "@dsh/llm"
+ *
+ * const cyclic: Record<string, unknown> = { reason: "disk full" }
+ * cyclic.self = cyclic
+ * HarnessError.describe({ message: "quota exceeded" }) // "quota exceeded"
+ * HarnessError.describe(cyclic) // '{"reason":"disk full","self":[Circular]}'
+ * ```
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const describe = (failure: unknown): string => {
+  let text: string
+  try {
+    text = isHarnessError(failure) ? failure.message : messageOf(failure) ?? render(failure)
+  } catch {
+    // a Proxy whose traps throw
+    text = "[an unreadable value]"
+  }
+  return bounded(text, describeLimit)
+}

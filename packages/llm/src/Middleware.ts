@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema, type Scope } from "effect"
+import { Cause, Effect, Schema, type Scope, Stream } from "effect"
 import * as HarnessError from "./HarnessError.ts"
 import * as ScopedList from "./ScopedList.ts"
 
@@ -64,16 +64,38 @@ export interface Chain<In, Out> {
 }
 
 /**
- * Makes an empty chain. `suspend` defers building a seam's output (e.g. `Stream.suspend` or
- * `Effect.suspend`), so that a middleware runs when the output is run, and a throw becomes a
- * defect of the output rather than escaping the caller.
+ * How a chain handles the outputs of its seam.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<Out> {
+  /**
+   * Defers building an output (e.g. `Stream.suspend` or `Effect.suspend`), so that a
+   * middleware runs when the output is run, and a throw becomes a defect of the output rather
+   * than escaping the caller.
+   */
+  readonly suspend: (evaluate: () => Out) => Out
+  /**
+   * Replaces the defect an output dies with (e.g. with `Effect.catchDefect`). With it, the
+   * chain blames a middleware by name for its output's own defects, not for those it passes
+   * on from `next`; without it, only throws are blamed.
+   */
+  readonly mapDefect?: (output: Out, f: (defect: unknown) => unknown) => Out
+}
+
+/**
+ * Makes an empty chain (see {@link Options}). A middleware that throws, or whose output dies
+ * with a defect of its own, makes the output die with a {@link MiddlewareError} naming it; a
+ * defect raised further in (by an inner middleware or the terminal) passes through unchanged,
+ * so the culprit is the one named. Typed failures pass through untouched.
  *
  * @example
  * ```ts
  * import { Middleware } from "@dsh/llm"
  * import { Effect } from "effect"
  *
- * const chain = Middleware.make<number, Effect.Effect<number>>({ suspend: Effect.suspend })
+ * const chain = Middleware.makeEffect<number, number, never>()
  * const program = Effect.scoped(Effect.gen(function*() {
  *   yield* chain.register({ name: "double", around: (n, next) => next(n * 2) })
  *   return yield* chain.apply(21, (n) => Effect.succeed(n))
@@ -84,30 +106,45 @@ export interface Chain<In, Out> {
  * @since 0.1.0
  * @category constructors
  */
-export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out) => Out }): Chain<In, Out> => {
+export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
   // `apply` takes the array it finds (the list is copy-on-write), so a registration or removal
   // racing with a call never changes a chain that is already running.
   const registered = ScopedList.make<Middleware<In, Out>>()
   const register = (middleware: Middleware<In, Out>) => registered.add(middleware, middleware.order)
+  const { mapDefect, suspend } = options
 
   const apply = (input: In, terminal: (input: In) => Out): Out => {
     const snapshot = registered.current()
+    // the defects that came out of a `next` during this call: a middleware passing one on is
+    // not blamed for it (identity, not a wrapper, so a middleware inspecting defects of `next`
+    // sees them as they are)
+    const passedOn = mapDefect === undefined || snapshot.length === 0 ? undefined : new Set<unknown>()
+    const pass = (defect: unknown): unknown => {
+      passedOn!.add(defect)
+      return defect
+    }
     const at = (i: number, value: In): Out => {
       // Suspended too, so that a throwing terminal is not caught (and blamed) by the innermost
       // middleware's `try` below: it becomes a plain defect of the output.
-      if (i >= snapshot.length) return options.suspend(() => terminal(value))
+      if (i >= snapshot.length) return suspend(() => terminal(value))
       const middleware = snapshot[i]!
-      return options.suspend(() => {
+      if (mapDefect === undefined) {
+        return suspend(() => {
+          try {
+            return middleware.around(value, (next) => at(i + 1, next))
+          } catch (cause) {
+            throw blame(middleware.name, new Thrown(cause))
+          }
+        })
+      }
+      const output = suspend(() => {
         try {
-          return middleware.around(value, (next) => at(i + 1, next))
+          return middleware.around(value, (next) => mapDefect(at(i + 1, next), pass))
         } catch (cause) {
-          throw new MiddlewareError({
-            middleware: middleware.name,
-            message: `middleware "${middleware.name}" threw: ${describe(cause)}`,
-            cause
-          })
+          throw new Thrown(cause)
         }
       })
+      return mapDefect(output, (defect) => (passedOn!.has(defect) ? defect : blame(middleware.name, defect)))
     }
     return at(0, input)
   }
@@ -115,4 +152,50 @@ export const make = <In, Out>(options: { readonly suspend: (evaluate: () => Out)
   return { register, current: registered.current, apply }
 }
 
-const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+/**
+ * An empty chain of a seam whose output is an Effect: defects are blamed precisely (see
+ * {@link make}).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeEffect = <In, A, E, R = never>(): Chain<In, Effect.Effect<A, E, R>> =>
+  make<In, Effect.Effect<A, E, R>>({
+    suspend: Effect.suspend,
+    mapDefect: (output, f) => Effect.catchDefect(output, (defect) => Effect.die(f(defect)))
+  })
+
+/**
+ * An empty chain of a seam whose output is a Stream: defects are blamed precisely (see
+ * {@link make}).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeStream = <In, A, E, R = never>(): Chain<In, Stream.Stream<A, E, R>> =>
+  make<In, Stream.Stream<A, E, R>>({
+    suspend: Stream.suspend,
+    mapDefect: (output, f) =>
+      Stream.catchCause(output, (cause) => {
+        const defect = cause.reasons.find(Cause.isDieReason)
+        return defect === undefined ? Stream.failCause(cause) : Stream.die(f(defect.defect))
+      })
+  })
+
+/** A throw out of a middleware's `around`, told apart from a defect of its output. */
+class Thrown {
+  readonly cause: unknown
+  constructor(cause: unknown) {
+    this.cause = cause
+  }
+}
+
+const blame = (middleware: string, defect: unknown): MiddlewareError => {
+  const thrown = defect instanceof Thrown
+  const cause = thrown ? defect.cause : defect
+  return new MiddlewareError({
+    middleware,
+    message: `middleware "${middleware}" ${thrown ? "threw" : "died"}: ${HarnessError.describe(cause)}`,
+    cause
+  })
+}

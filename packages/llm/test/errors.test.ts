@@ -197,3 +197,69 @@ describe("ErrorCode", () => {
     expect(ErrorCode.catalog.MIDDLEWARE.raisedBy).toContain("(MiddlewareError)")
   })
 })
+
+describe("HarnessError.describe: any failure in words, never [object Object]", () => {
+  it("takes the message of errors, harness errors, strings and plain objects", () => {
+    expect(HarnessError.describe(new Error("disk full"))).toBe("disk full")
+    expect(HarnessError.describe(new TypeError("x is not a function"))).toBe("TypeError: x is not a function")
+    expect(HarnessError.describe(new Error(""))).toBe("(no message)")
+    expect(HarnessError.describe(new Middleware.MiddlewareError({ middleware: "m", message: "it broke" }))).toBe("it broke")
+    expect(HarnessError.describe("plain text")).toBe("plain text")
+    expect(HarnessError.describe({ message: "quota exceeded", status: 429 })).toBe("quota exceeded")
+  })
+
+  it("renders other values as bounded JSON, cycles and throwing getters included", () => {
+    const cyclic: Record<string, unknown> = { reason: "disk full" }
+    cyclic["self"] = cyclic
+    expect(HarnessError.describe(cyclic)).toBe(`{"reason":"disk full","self":[Circular]}`)
+    const cyclicMessage: Record<string, unknown> = { message: "with a cycle" }
+    cyclicMessage["self"] = cyclicMessage
+    expect(HarnessError.describe(cyclicMessage)).toBe("with a cycle")
+    const hostile = {
+      get message(): string {
+        throw new Error("no")
+      },
+      code: 7
+    }
+    expect(HarnessError.describe(hostile)).toBe(`{"message":[unreadable],"code":7}`)
+    expect(HarnessError.describe({ message: "" , n: 1 })).toBe(`{"message":"","n":1}`)
+    expect(HarnessError.describe(undefined)).toBe("undefined")
+    expect(HarnessError.describe(null)).toBe("null")
+    expect(HarnessError.describe(42)).toBe("42")
+    expect(HarnessError.describe(10n)).toBe("10n")
+    expect(HarnessError.describe(Symbol("s"))).toBe("Symbol(s)")
+    expect(HarnessError.describe([1, { a: [2] }])).toBe(`[1,{"a":[2]}]`)
+    const proxy = new Proxy({}, {
+      get: () => {
+        throw new Error("trap")
+      },
+      has: () => {
+        throw new Error("trap")
+      },
+      ownKeys: () => {
+        throw new Error("trap")
+      }
+    })
+    expect(HarnessError.describe(proxy)).toBe("[an unreadable value]")
+  })
+
+  it("bounds deep and large values", () => {
+    let deep: unknown = "bottom"
+    for (let i = 0; i < 100_000; i++) deep = { next: deep }
+    expect(HarnessError.describe(deep)).toBe(`{"next":{"next":{"next":{"next":{"next":{"next":{…}}}}}}}`)
+    const wide = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, "x".repeat(300)]))
+    const text = HarnessError.describe(wide)
+    expect(text.length).toBeLessThan(HarnessError.describeLimit + 40)
+    expect(text).toMatch(/… \(\d+ characters\)$/)
+    expect(HarnessError.describe({ message: "m".repeat(5000) })).toMatch(/^m{2000}… \(5000 characters\)$/)
+  })
+})
+
+describe("ErrorCode.isErrorCode", () => {
+  it("tells catalog codes from others", () => {
+    expect(ErrorCode.isErrorCode("LLM_SERVER")).toBe(true)
+    expect(ErrorCode.isErrorCode("upstream_overloaded")).toBe(false)
+    expect(ErrorCode.isErrorCode("toString")).toBe(false)
+    expect(ErrorCode.isErrorCode(3)).toBe(false)
+  })
+})

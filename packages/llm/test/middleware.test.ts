@@ -36,6 +36,8 @@ const defectOf = <A, E>(exit: Exit.Exit<A, E>): unknown => {
   return dies[0]!.defect
 }
 
+const letters = (s: string): Stream.Stream<string> => Stream.fromIterable(Array.from(s))
+
 const names = <In, Out>(chain: Middleware.Chain<In, Out>) => chain.current().map((m) => m.name)
 
 describe("Middleware (Effect.suspend)", () => {
@@ -336,7 +338,6 @@ describe("Middleware (Effect.suspend)", () => {
 })
 
 describe("Middleware (Stream.suspend)", () => {
-  const letters = (s: string): Stream.Stream<string> => Stream.fromIterable(Array.from(s))
 
   it.effect("order, input rewriting and output wrapping", () =>
     Effect.gen(function*() {
@@ -415,5 +416,89 @@ describe("Middleware (Stream.suspend)", () => {
       expect((error as Middleware.MiddlewareError).code).toBe("MIDDLEWARE")
       expect((error as Middleware.MiddlewareError).middleware).toBe("broken")
       expect((error as Middleware.MiddlewareError).cause).toBeInstanceOf(TypeError)
+    }))
+})
+
+describe("Middleware: defects are blamed on the middleware that raised them", () => {
+  const precise = () => Middleware.makeEffect<string, string, never>()
+
+  it.effect("a middleware whose Effect dies is a MiddlewareError naming it (not a bare defect)", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      yield* chain.register({ name: "outer", order: 0, around: (s, next) => next(s) })
+      yield* chain.register({ name: "dies", order: 1, around: () => Effect.die({ message: "lost the config" }) })
+      const error = defectOf(yield* Effect.exit(chain.apply("x", echo())))
+      expect(error).toBeInstanceOf(Middleware.MiddlewareError)
+      expect((error as Middleware.MiddlewareError).middleware).toBe("dies")
+      expect((error as Middleware.MiddlewareError).message).toBe(`middleware "dies" died: lost the config`)
+    }))
+
+  it.effect("a defect of the terminal passes every middleware unblamed and unchanged", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      const root = new Error("the model crashed")
+      yield* chain.register({ name: "a", order: 0, around: (s, next) => Effect.map(next(s), (o) => o + "a") })
+      yield* chain.register({ name: "b", order: 1, around: (s, next) => next(s) })
+      expect(defectOf(yield* Effect.exit(chain.apply("x", () => Effect.die(root))))).toBe(root)
+    }))
+
+  it.effect("an inner middleware's defect is blamed on it, not on the outer one that passed it on", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      yield* chain.register({ name: "outer", order: 0, around: (s, next) => next(s) })
+      yield* chain.register({ name: "inner", order: 1, around: (s, next) => Effect.andThen(next(s), Effect.die("bad state")) })
+      const error = defectOf(yield* Effect.exit(chain.apply("x", echo()))) as Middleware.MiddlewareError
+      expect(error.middleware).toBe("inner")
+      expect(error.message).toBe(`middleware "inner" died: bad state`)
+    }))
+
+  it.effect("a middleware inspecting the defects of next sees them as they are", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      const root = new RangeError("out of range")
+      const seen: Array<unknown> = []
+      yield* chain.register({
+        name: "observer",
+        around: (s, next) => Effect.catchDefect(next(s), (defect) => Effect.sync(() => (seen.push(defect), "recovered")))
+      })
+      expect(yield* chain.apply("x", () => Effect.die(root))).toBe("recovered")
+      expect(seen).toStrictEqual([root])
+    }))
+
+  it.effect("a throw is still told apart from a defect", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      yield* chain.register({
+        name: "thrower",
+        around: () => {
+          throw { message: "plain object" }
+        }
+      })
+      const error = defectOf(yield* Effect.exit(chain.apply("x", echo()))) as Middleware.MiddlewareError
+      expect(error.message).toBe(`middleware "thrower" threw: plain object`)
+    }))
+
+  it.effect("a Stream chain blames a middleware whose stream dies", () =>
+    Effect.gen(function*() {
+      const chain = Middleware.makeStream<string, string, never>()
+      yield* chain.register({ name: "fine", order: 0, around: (s, next) => next(s) })
+      yield* chain.register({
+        name: "cuts",
+        order: 1,
+        around: (s, next) => Stream.concat(next(s), Stream.die(new Error("cut")))
+      })
+      const error = defectOf(yield* Effect.exit(Stream.runCollect(chain.apply("ab", letters)))) as Middleware.MiddlewareError
+      expect(error).toBeInstanceOf(Middleware.MiddlewareError)
+      expect(error.middleware).toBe("cuts")
+      const root = new Error("adapter bug")
+      expect(defectOf(yield* Effect.exit(Stream.runCollect(chain.apply("ab", () => Stream.die(root)))))).toBe(root)
+    }))
+
+  it.effect("typed failures pass through untouched", () =>
+    Effect.gen(function*() {
+      const chain = Middleware.makeEffect<string, string, string>()
+      yield* chain.register({ name: "a", around: (s, next) => next(s) })
+      const exit = yield* Effect.exit(chain.apply("x", () => Effect.fail("typed")))
+      expect(exit).toStrictEqual(Exit.fail("typed"))
     }))
 })

@@ -61,7 +61,7 @@ export class Model extends Context.Service<Model, {
     Model,
     Effect.gen(function*() {
       const registry = yield* ModelRegistry
-      const chain = Middleware.make<ModelRequest.ModelRequest, ChunkStream>({ suspend: Stream.suspend })
+      const chain = Middleware.makeStream<ModelRequest.ModelRequest, StreamChunk.StreamChunk, ModelError>()
 
       const terminal = (request: ModelRequest.ModelRequest): ChunkStream =>
         Stream.unwrap(Effect.map(registry.resolve(request.model), (adapter) => adapter.stream(request)))

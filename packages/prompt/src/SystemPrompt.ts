@@ -116,16 +116,17 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
    */
   static readonly layer: Layer.Layer<SystemPrompt> = Layer.sync(SystemPrompt, () => {
     const sections = ScopedList.make<Section>()
-    const chain = Middleware.make<AssemblyInput, AssemblyEffect>({ suspend: Effect.suspend })
+    const chain = Middleware.makeEffect<AssemblyInput, Assembly, PromptSectionError>()
 
     const render = (section: Section): Effect.Effect<string, PromptSectionError> =>
       typeof section.content === "string"
         ? Effect.succeed(section.content)
         : section.content.pipe(
           Effect.catchCause((cause) =>
-            Effect.fail(
+            // an interruption (an abort of the step) is not the section's failure
+            Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(
               new PromptSectionError({
-                message: `prompt section "${section.name}" failed: ${describe(cause)}`,
+                message: `prompt section "${section.name}" failed: ${HarnessError.describe(Cause.squash(cause))}`,
                 section: section.name,
                 cause
               })
@@ -161,7 +162,3 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
   })
 }
 
-const describe = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  return error instanceof Error ? error.message : String(error)
-}

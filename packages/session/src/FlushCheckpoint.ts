@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { ScopedList } from "@dsh/llm"
+import { HarnessError, ScopedList } from "@dsh/llm"
 import { Context, Effect, Layer, type Scope } from "effect"
 import type { Session } from "./Session.ts"
 import { PersistenceError } from "./SessionError.ts"
@@ -50,7 +50,7 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
               Effect.catchDefect((defect) =>
                 Effect.fail(
                   new PersistenceError({
-                    message: `flush hook "${hook.name}" died: ${defect instanceof Error ? defect.message : String(defect)}`,
+                    message: `flush hook "${hook.name}" died: ${HarnessError.describe(defect)}`,
                     sessionId: session.id,
                     cause: defect
                   })

@@ -43,9 +43,41 @@ export class CorruptLogError extends Schema.TaggedError<CorruptLogError>()("Corr
 }) {}
 
 /**
+ * A session already has a writer: another process holds the lock of its file, or another
+ * agent drives it. `holder` describes who holds it, when known (e.g. `pid 4242 on host a`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SessionLockedError extends Schema.TaggedError<SessionLockedError>()("SessionLockedError", {
+  ...HarnessError.fields("SESSION_LOCKED"),
+  sessionId: Schema.String,
+  holder: Schema.optionalKey(Schema.String)
+}) {}
+
+/**
+ * A tool call was running when the process that ran it ended: resuming the session answered
+ * it with this error, since whether the tool's effect happened is unknown.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ToolOutcomeUnknownError extends Schema.TaggedError<ToolOutcomeUnknownError>()("ToolOutcomeUnknownError", {
+  ...HarnessError.fields("TOOL_OUTCOME_UNKNOWN"),
+  tool: Schema.String,
+  callId: Schema.String
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const classes = [SessionExistsError, PersistenceError, CorruptLogError] as const
+export const classes = [
+  SessionExistsError,
+  PersistenceError,
+  CorruptLogError,
+  SessionLockedError,
+  ToolOutcomeUnknownError
+] as const

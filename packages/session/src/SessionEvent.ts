@@ -27,7 +27,9 @@ const Blocks = Schema.Array(Content.ContentBlock)
  * - `aborted`: `abort(reason?)` stopped it;
  * - `error`: something failed (the code says what);
  * - `disposed`: the agent was disposed mid-turn;
- * - `limit`: a guard stopped it (`name` says which, e.g. `max-steps`).
+ * - `limit`: a guard stopped it (`name` says which, e.g. `max-steps`);
+ * - `interrupted`: the process running it ended mid-turn (a crash); the turn was closed when
+ *   its session was resumed (see `Closing`), and `message` says what was left open.
  *
  * @since 0.1.0
  * @category schemas
@@ -37,7 +39,8 @@ export const TurnEndReason = Schema.Union([
   Schema.Struct({ kind: Schema.tag("aborted"), reason: Schema.optionalKey(Schema.String) }),
   Schema.Struct({ kind: Schema.tag("error"), message: Schema.String, code: Schema.String }),
   Schema.Struct({ kind: Schema.tag("disposed") }),
-  Schema.Struct({ kind: Schema.tag("limit"), name: Schema.String, message: Schema.String })
+  Schema.Struct({ kind: Schema.tag("limit"), name: Schema.String, message: Schema.String }),
+  Schema.Struct({ kind: Schema.tag("interrupted"), message: Schema.String })
 ])
 
 /**
@@ -45,6 +48,35 @@ export const TurnEndReason = Schema.Union([
  * @category models
  */
 export type TurnEndReason = typeof TurnEndReason.Type
+
+/**
+ * What resuming a session repaired, recorded as a `session/repair` event before the events
+ * of the repair itself:
+ *
+ * - `torn-tail`: the persisted log ended with an unterminated line (a write cut by a crash);
+ *   `bytes` were cut off the file at line `line`;
+ * - `interrupted-turn`: the log ended inside turn `turn` (the process died mid-turn); the turn
+ *   is closed right after this event, `calls` open tool calls answered `TOOL_OUTCOME_UNKNOWN`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Repair = Schema.Union([
+  Schema.Struct({ kind: Schema.tag("torn-tail"), line: Schema.Int, bytes: Schema.Int, message: Schema.String }),
+  Schema.Struct({
+    kind: Schema.tag("interrupted-turn"),
+    turn: Turn,
+    step: Schema.optionalKey(Step),
+    calls: Schema.Int,
+    message: Schema.String
+  })
+])
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Repair = typeof Repair.Type
 
 /**
  * What a model request asked for besides its messages (which are derived from the log): the
@@ -106,7 +138,13 @@ export const core = {
     turn: Turn,
     step: Step,
     content: Blocks,
-    finishReason: Schema.optionalKey(FinishReason.FinishReason)
+    finishReason: Schema.optionalKey(FinishReason.FinishReason),
+    /**
+     * The tool calls the loop gave another id, because the model repeated an id within the
+     * message or gave none: each new id with the id the model gave (a provider rejects a
+     * message whose calls share an id).
+     */
+    rewrittenCallIds: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
   }),
   "tool/call": Schema.Struct({
     turn: Turn,
@@ -133,8 +171,11 @@ export const core = {
     turn: Schema.optionalKey(Turn),
     step: Schema.optionalKey(Step),
     message: Schema.String,
-    code: Schema.String
-  })
+    code: Schema.String,
+    /** The code the failure reported when it is not a catalog code (e.g. a provider's `upstream_overloaded`). */
+    reportedCode: Schema.optionalKey(Schema.String)
+  }),
+  "session/repair": Repair
 } as const
 
 /**

@@ -98,6 +98,15 @@ export const coreSamples = (): Array<CoreDraft> => [
       finishReason: FinishReason.toolCalls
     }
   },
+  {
+    type: "assistant/message",
+    data: {
+      turn: 1,
+      step: 2,
+      content: [Content.toolCall(c1, "read", "{}")],
+      rewrittenCallIds: { [c1]: "call_0" }
+    }
+  },
   { type: "tool/call", data: { turn: 1, step: 1, callId: c1, name: "read", arguments: "{\"path\":\"a\"}" } },
   {
     type: "tool/result",
@@ -114,6 +123,10 @@ export const coreSamples = (): Array<CoreDraft> => [
   { type: "steering/message", data: { turn: 1, content: [Content.text("stop that")], source: "user" } },
   { type: "error", data: { turn: 1, step: 1, message: "flush failed", code: "PERSISTENCE" } },
   { type: "error", data: { message: "no turn", code: "INVARIANT" } },
+  { type: "error", data: { turn: 1, step: 1, message: "overloaded", code: "LLM_SERVER", reportedCode: "upstream_overloaded" } },
+  { type: "session/repair", data: { kind: "torn-tail", line: 12, bytes: 40, message: "cut" } },
+  { type: "session/repair", data: { kind: "interrupted-turn", turn: 7, step: 2, calls: 1, message: "crash" } },
+  { type: "session/repair", data: { kind: "interrupted-turn", turn: 7, calls: 0, message: "crash before a step" } },
   { type: "agent/status", data: { agentId: Ids.agentId("agent-1"), status: "running" } },
   { type: "agent/status", data: { agentId: Ids.agentId("agent-1"), status: "disposed" } },
   { type: "step/end", data: { turn: 1, step: 1 } },
@@ -122,7 +135,8 @@ export const coreSamples = (): Array<CoreDraft> => [
   { type: "turn/end", data: { turn: 3, reason: { kind: "aborted" } } },
   { type: "turn/end", data: { turn: 4, reason: { kind: "error", message: "x", code: "LLM_SERVER" } } },
   { type: "turn/end", data: { turn: 5, reason: { kind: "disposed" } } },
-  { type: "turn/end", data: { turn: 6, reason: { kind: "limit", name: "max-steps", message: "50 steps" } } }
+  { type: "turn/end", data: { turn: 6, reason: { kind: "limit", name: "max-steps", message: "50 steps" } } },
+  { type: "turn/end", data: { turn: 7, reason: { kind: "interrupted", message: "the process ended" } } }
 ]
 
 // ---------------------------------------------------------------------------------------------

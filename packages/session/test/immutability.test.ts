@@ -33,6 +33,37 @@ describe("Immutability: logged events", () => {
       expect(Object.isFrozen(custom.type === "custom" ? record(custom.data)["meta"] : undefined)).toBe(true)
     }))
 
+  it.effect("data nested at any depth is frozen all the way down (300 and 100,000 levels)", () =>
+    Effect.gen(function*() {
+      for (const depth of [300, 100_000]) {
+        const session = fresh()
+        // custom content carries arbitrary JSON, the way a tool's structured output would
+        let nested: Record<string, unknown> = { leaf: [] }
+        const bottom = nested
+        for (let i = 0; i < depth; i++) nested = { next: nested }
+        const event = yield* session.append("user/message", {
+          content: [{ type: "custom", kind: "deep", data: nested as never }],
+          source: "user"
+        })
+        expect(Freeze.isDeeplyFrozen(event), `depth ${depth}`).toBe(true)
+        expect(Object.isFrozen(bottom), `depth ${depth}`).toBe(true)
+        expect(() => array(bottom["leaf"]).push(1)).toThrow(TypeError)
+        expect(() => { bottom["leaf"] = "changed" }).toThrow(TypeError)
+      }
+    }))
+
+  it("isDeeplyFrozen finds a mutable object at any depth, and a cycle cannot make it loop", () => {
+    let nested: Record<string, unknown> = {}
+    const bottom = nested
+    for (let i = 0; i < 100_000; i++) nested = Object.freeze({ next: nested })
+    expect(Freeze.isDeeplyFrozen(nested)).toBe(false)
+    Object.freeze(bottom)
+    expect(Freeze.isDeeplyFrozen(nested)).toBe(true)
+    const cyclic: Record<string, unknown> = {}
+    cyclic["self"] = cyclic
+    expect(Freeze.isDeeplyFrozen(Freeze.deep(cyclic))).toBe(true)
+  })
+
   it.effect("writing to an event, its data, its content array or a nested block throws", () =>
     Effect.gen(function*() {
       const session = fresh()
