@@ -5,11 +5,13 @@
  *   other kind (or a tool call) closes the open one and starts the next block. Empty strings
  *   (the first chunk's `content: ""`) add nothing.
  * - Tool calls are keyed by their wire `index`; several may be open at once, interleaved. A
- *   call's block starts when its index first appears. Its argument fragments are held back
- *   until both its id and its name are known, so the first `tool-call-delta` of a call carries
- *   id, name and everything buffered (consumers show "calling bash…" right away, and a name
- *   arriving after the first argument fragment costs nothing). A call that never got
- *   arguments is announced with `argumentsDelta: ""` when it closes.
+ *   call's block starts when its index first appears. Its id is the first one a fragment
+ *   carries; its name is joined from the pieces its fragments carry ({@link joinName}), like
+ *   its arguments. The call is announced by one `tool-call-delta` carrying id, the whole name
+ *   and every argument fragment so far, as soon as it has an id, a name and the first
+ *   argument text (a name arriving after the first argument fragment costs nothing); later
+ *   fragments stream as they come. A call that never got arguments is announced with
+ *   `argumentsDelta: ""` when it closes.
  * - `finish_reason` closes every open block (`block-end` carries the block as the `@dsh/llm`
  *   Assembler built it from the deltas: one implementation of accumulation) and is kept:
  *   `usage` may still follow, in a usage-only chunk. `[DONE]` then emits `usage` and `finish`,
@@ -23,12 +25,14 @@
  * - Only choice 0 is read (the adapter never asks for more).
  *
  * What breaks the protocol fails with `LlmProtocolError`: a delta after `finish_reason`,
- * `[DONE]` without a `finish_reason`, a tool call without an id or a name when it closes. An
+ * `[DONE]` without a `finish_reason`, a tool call without an id or a name when it closes, a
+ * name that changes after the call's arguments began streaming under it. An
  * `error` object inside the stream fails with `LlmServerError`.
  *
  * @since 0.1.0
  */
 import { Assembler, type Content, type FinishReason, Ids, LlmError, type StreamChunk as Chunk, type Usage } from "@dsh/llm"
+import { excerpt } from "./Failure.ts"
 import type * as Wire from "./Wire.ts"
 
 /**
@@ -87,15 +91,33 @@ export const usage = (u: Wire.Usage): Usage.Usage => {
   return reasoning === undefined || reasoning === null ? mapped : { ...mapped, reasoningTokens: reasoning }
 }
 
+/**
+ * A name piece joined to the name so far. Servers send a tool call's name whole in its first
+ * fragment (the usual case), in pieces to concatenate (`"read_"`, `"file"`), whole again in
+ * every fragment, or as a growing prefix (`"read"`, `"read_file"`): a piece that equals or
+ * extends the name so far is a resend and replaces it, any other piece continues it.
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const joinName = (name: string, piece: string): string =>
+  piece.startsWith(name) ? piece : name + piece
+
 interface Call {
   readonly block: number
+  /** How errors name the call: its wire index. */
+  readonly label: string
   id: string | undefined
-  name: string | undefined
-  /** Argument fragments held until id and name are known. */
+  /** The name joined from its pieces so far; `""` until one arrives. */
+  name: string
+  /** Argument fragments held until the call is announced. */
   pending: string
   announced: boolean
 }
 
+// A wire string that says something: servers write `null` or `""` for "nothing here".
+const present = (value: string | null | undefined): string | undefined =>
+  value === undefined || value === null || value === "" ? undefined : value
 /**
  * Creates a translator. `provider` names the server in error messages.
  *
@@ -145,36 +167,59 @@ export const make = (provider = "DeepSeek"): Translator => {
     )
   }
 
-  const announce = (call: Call, argumentsDelta: string, out: Array<Chunk.StreamChunk>) => {
-    if (call.announced) {
-      if (argumentsDelta !== "") {
-        emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), argumentsDelta }, out)
-      }
-      return
-    }
-    if (call.id === undefined || call.name === undefined) {
-      call.pending += argumentsDelta
-      return
-    }
+  // The Assembler keeps the first name a call's deltas carry (a different later one is a
+  // `tool-call-conflict`), so the name must go out whole, in one delta. A name streamed in
+  // pieces is known to be whole only once the call's arguments begin (a fragment's name comes
+  // before its arguments) or when the call closes; until then the call's block is started but
+  // its first delta is held. Sending the full name on block-end instead would make block-end
+  // disagree with the deltas (`block-end-agrees`), and a consumer showing "calling read_…"
+  // would have shown the wrong tool.
+  const announce = (call: Call, out: Array<Chunk.StreamChunk>) => {
     call.announced = true
-    const all = call.pending + argumentsDelta
+    const argumentsDelta = call.pending
     call.pending = ""
-    emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id), name: call.name, argumentsDelta: all }, out)
+    emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), name: call.name, argumentsDelta }, out)
   }
 
-  const toolCall = (delta: Wire.ToolCallDelta, out: Array<Chunk.StreamChunk>) => {
-    let call = calls.get(delta.index)
-    if (call === undefined) {
-      closeSequential(out)
-      call = { block: nextBlock++, id: undefined, name: undefined, pending: "", announced: false }
-      calls.set(delta.index, call)
-      emit({ type: "block-start", index: call.block, blockType: "tool-call" }, out)
+  const growArguments = (call: Call, fragment: string, out: Array<Chunk.StreamChunk>) => {
+    if (call.announced) {
+      if (fragment !== "") emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), argumentsDelta: fragment }, out)
+      return
     }
-    // The first id and name win: some servers repeat them in every fragment.
-    if (call.id === undefined && delta.id !== undefined && delta.id !== null && delta.id !== "") call.id = delta.id
-    const name = delta.function?.name
-    if (call.name === undefined && name !== undefined && name !== null && name !== "") call.name = name
-    announce(call, delta.function?.arguments ?? "", out)
+    call.pending += fragment
+    if (call.id !== undefined && call.name !== "" && call.pending !== "") announce(call, out)
+  }
+
+  const callAt = (index: number, out: Array<Chunk.StreamChunk>): Call => {
+    const known = calls.get(index)
+    if (known !== undefined) return known
+    closeSequential(out)
+    const call: Call = { block: nextBlock++, label: `tool call ${index}`, id: undefined, name: "", pending: "", announced: false }
+    calls.set(index, call)
+    emit({ type: "block-start", index: call.block, blockType: "tool-call" }, out)
+    return call
+  }
+
+  const toolCall = (delta: Wire.ToolCallDelta, out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
+    const call = callAt(delta.index, out)
+    // some servers repeat the id in every fragment: the first one is the call's
+    const id = present(delta.id)
+    if (call.id === undefined && id !== undefined) call.id = id
+    const piece = present(delta.function?.name)
+    if (piece !== undefined) {
+      const name = joinName(call.name, piece)
+      if (call.announced && name !== call.name) {
+        // running a tool under a name the server then changed could run the wrong tool
+        return protocol(
+          `${call.label} (${call.id}) changed its name to ${JSON.stringify(excerpt(name, 100))} after its arguments began streaming as ${
+            JSON.stringify(call.name)
+          }`
+        )
+      }
+      call.name = name
+    }
+    growArguments(call, delta.function?.arguments ?? "", out)
+    return undefined
   }
 
   const closeAll = (out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
@@ -184,13 +229,13 @@ export const make = (provider = "DeepSeek"): Translator => {
       open.push({ block, close: () => void end(block, out) })
       sequential = undefined
     }
-    for (const [index, call] of calls) {
+    for (const call of calls.values()) {
       open.push({
         block: call.block,
         close: () => {
-          if (call.id === undefined) return protocol(`tool call ${index} never got an id`)
-          if (call.name === undefined) return protocol(`tool call ${index} (${call.id}) never got a name`)
-          if (!call.announced) announce(call, "", out)
+          if (call.id === undefined) return protocol(`${call.label} never got an id`)
+          if (call.name === "") return protocol(`${call.label} (${call.id}) never got a name`)
+          if (!call.announced) announce(call, out)
           end(call.block, out)
           return undefined
         }
@@ -223,7 +268,12 @@ export const make = (provider = "DeepSeek"): Translator => {
           if (finish !== undefined) return protocol("a delta arrived after finish_reason")
           if (reasoning !== undefined && reasoning !== null && reasoning !== "") grow("reasoning", reasoning, out)
           if (content !== undefined && content !== null && content !== "") grow("text", content, out)
-          if (toolCalls !== undefined && toolCalls !== null) for (const call of toolCalls) toolCall(call, out)
+          if (toolCalls !== undefined && toolCalls !== null) {
+            for (const call of toolCalls) {
+              const failure = toolCall(call, out)
+              if (failure !== undefined) return failure
+            }
+          }
         }
       }
       const raw = choice.finish_reason

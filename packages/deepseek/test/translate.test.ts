@@ -3,7 +3,7 @@
  * mapping and Retry-After parsing.
  */
 import { Failure, Translate, type Wire } from "@dsh/deepseek"
-import type { StreamChunk } from "@dsh/llm"
+import { Assembler, type StreamChunk } from "@dsh/llm"
 import { ChunkContract } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Redacted } from "effect"
@@ -66,6 +66,51 @@ describe("Translate", () => {
       { type: "tool-call-delta", index: 0, id: "c1", argumentsDelta: "}" }
     ])
     expect(ChunkContract.check(out)).toStrictEqual([])
+  })
+
+  it("reassembles a name streamed in pieces and announces it whole, once its arguments begin", () => {
+    const { failure, out } = translate([
+      delta({ tool_calls: [{ index: 0, id: "call_1", function: { name: "read_" } }] }),
+      delta({ tool_calls: [{ index: 0, function: { name: "file", arguments: "{}" } }] }),
+      finish("tool_calls")
+    ])
+    expect(failure).toBeUndefined()
+    expect(out.filter((c) => c.type === "tool-call-delta")).toStrictEqual([
+      { type: "tool-call-delta", index: 0, id: "call_1", name: "read_file", argumentsDelta: "{}" }
+    ])
+    expect(Assembler.assemble(out).message.content).toStrictEqual([
+      { type: "tool-call", id: "call_1", name: "read_file", arguments: "{}" }
+    ])
+    expect(ChunkContract.check(out)).toStrictEqual([])
+  })
+
+  it("takes a name repeated in every fragment, or resent as a growing prefix, as one name", () => {
+    const { failure, out } = translate([
+      delta({ tool_calls: [{ index: 0, id: "a", function: { name: "bash", arguments: "" } }] }),
+      delta({ tool_calls: [{ index: 0, id: "a", function: { name: "bash", arguments: "{" } }] }),
+      delta({ tool_calls: [{ index: 0, id: "a", function: { name: "bash", arguments: "}" } }] }),
+      delta({ tool_calls: [{ index: 1, id: "b", function: { name: "read" } }] }),
+      delta({ tool_calls: [{ index: 1, id: "b", function: { name: "read_file", arguments: "{}" } }] }),
+      finish("tool_calls")
+    ])
+    expect(failure).toBeUndefined()
+    expect(Assembler.assemble(out).message.content).toStrictEqual([
+      { type: "tool-call", id: "a", name: "bash", arguments: "{}" },
+      { type: "tool-call", id: "b", name: "read_file", arguments: "{}" }
+    ])
+    expect(ChunkContract.check(out)).toStrictEqual([])
+  })
+
+  it("refuses a name that grows after its arguments began streaming under it", () => {
+    const { failure } = translate([
+      delta({ tool_calls: [{ index: 0, id: "c", function: { name: "rm", arguments: "{" } }] }),
+      delta({ tool_calls: [{ index: 0, function: { name: "_dry_run", arguments: "}" } }] }),
+      finish("tool_calls")
+    ])
+    expect([failure?._tag, failure?.message]).toStrictEqual([
+      "LlmProtocolError",
+      "DeepSeek stream: tool call 0 (c) changed its name to \"rm_dry_run\" after its arguments began streaming as \"rm\""
+    ])
   })
 
   it("closes text before a tool call, and starts a new block when content resumes", () => {
