@@ -7,7 +7,7 @@
  */
 import { type Content, HarnessError, type Ids } from "@dsh/llm"
 import type { Session, SessionEvent, SessionErrors } from "@dsh/session"
-import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
+import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
 
 /**
  * An agent's status: `idle` (waiting for a message), `running` (in a turn), `disposed`
@@ -70,9 +70,20 @@ export interface Agent {
   readonly send: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
   /** Injects a message between the steps of the running turn; like `send` when idle. */
   readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
-  /** Appends a `context/message` without starting a turn. */
+  /**
+   * Appends a `context/message` without starting a turn. A listener that fails on it cannot
+   * fail `inject`: its failure is recorded as an `error` event.
+   */
   readonly inject: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
-  /** Stops the in-flight step (mid-stream or between tool calls); the turn ends `aborted`. No-op when idle. */
+  /**
+   * Aborts the running turn, or, when none is running, the turn that the queued messages will
+   * start (an abort right after `send` is never lost: that turn logs its messages and ends
+   * `aborted` before any step). The turn's work is interrupted; what is still running after
+   * `abortGrace` (an uninterruptible tool body, a stalled flush) is detached, its late results
+   * dropped. Returns once the turn has ended — within `abortGrace` of the call — except when
+   * called from inside the agent (a tool, a listener), where it returns at once. Messages
+   * queued behind the running turn are served next. No-op when nothing is running or queued.
+   */
   readonly abort: (reason?: string) => Effect.Effect<void>
   /** The status now. */
   readonly status: Effect.Effect<Status>
@@ -86,7 +97,10 @@ export interface Agent {
 
 /**
  * Where an agent's session comes from: a fresh one (optionally with an id), a seed log
- * (replay), or a fork of another session (its log up to the last completed turn).
+ * (replay), a fork of another session (its log up to the last completed turn), or an open
+ * session to continue (`resume`, e.g. the session `JsonlSessions.resume(id)` returned: the
+ * agent appends to it, so it keeps its id and its file). A log that ends inside a turn (a
+ * crash) has that turn closed `interrupted` before the agent serves (see `Closing`).
  *
  * @since 0.1.0
  * @category models
@@ -95,6 +109,7 @@ export type SessionSource =
   | { readonly id?: string }
   | { readonly id?: string; readonly seed: ReadonlyArray<SessionEvent.SessionEvent> }
   | { readonly id?: string; readonly fork: Session.Session }
+  | { readonly resume: Session.Session }
 
 /**
  * How to create an agent.
@@ -117,6 +132,12 @@ export interface Options {
    * ends with reason `limit` (`invalid-args`) instead of looping; 3 by default.
    */
   readonly maxInvalidArgs?: number
+  /**
+   * How long an abort (or the agent's disposal) waits for the interrupted work to stop before
+   * it detaches it and ends the turn anyway; 2 seconds by default. Measured on Effect's
+   * `Clock` (under `TestClock`, advance it to let the grace pass).
+   */
+  readonly abortGrace?: Duration.Input
   readonly temperature?: number
   readonly maxTokens?: number
   readonly providerOptions?: Record<string, Schema.Json>
@@ -124,11 +145,16 @@ export interface Options {
 
 /**
  * Creates agents. An agent lives until the scope it was created in closes; then it is
- * disposed (a running turn ends `disposed`).
+ * disposed (a running turn ends `disposed`, within `abortGrace`). `create` fails with
+ * `SessionExistsError` for a session id the store holds already, and with
+ * `SessionLockedError` for a `resume` of a session another agent drives (a session has one
+ * writer).
  *
  * @since 0.1.0
  * @category services
  */
 export class Agents extends Context.Service<Agents, {
-  readonly create: (options: Options) => Effect.Effect<Agent, SessionErrors.SessionExistsError, Scope.Scope>
+  readonly create: (
+    options: Options
+  ) => Effect.Effect<Agent, SessionErrors.SessionExistsError | SessionErrors.SessionLockedError, Scope.Scope>
 }>()("@dsh/agent/Agents") {}

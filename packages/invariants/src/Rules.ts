@@ -31,6 +31,7 @@ export const rules = {
   "in-step": "`model/request`, `assistant/chunk`, `assistant/message`, `usage`, `tool/call` and `tool/result` occur only inside the open step and carry its turn and step numbers.",
   "chunk-before-message": "A step's `assistant/chunk`s come before its `assistant/message`, and a step has at most one `assistant/message`.",
   "usage-after-message": "A step's `usage` comes after its `assistant/message`.",
+  "call-ids-unique": "The tool calls of an `assistant/message` have distinct, non-empty ids (a provider cannot tell apart the results of calls that share an id).",
   "call-in-message": "A `tool/call` names a tool call of its step's `assistant/message`, once.",
   "result-has-call": "A `tool/result` answers an earlier `tool/call` with the same id in the same step.",
   "result-once": "No tool call gets two results.",
@@ -313,6 +314,10 @@ class RuleChecker implements Checker {
           this.stepMessage = true
           for (const block of event.data.content) {
             if (block.type !== "tool-call") continue
+            if (block.id === "" || this.unannounced.has(block.id)) {
+              this.violate(event, "call-ids-unique", block.id === "" ? "a tool call without an id" : `tool call id ${block.id} repeats within the message`)
+              continue
+            }
             const call: Call = { id: block.id, called: false, answered: false }
             this.turnCalls.push(call)
             this.calls.set(block.id, call)

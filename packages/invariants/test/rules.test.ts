@@ -195,6 +195,14 @@ const breaking: ReadonlyArray<Breaking> = [
   breaks("chunk-before-message", "a second assistant/message in a step", [...stepping(), message(1, 1)], message(1, 1)),
   // usage-after-message
   breaks("usage-after-message", "usage before the message", [...stepping(), chunk(1, 1)], usage(1, 1)),
+  // call-ids-unique
+  breaks("call-ids-unique", "a message naming one call id twice", stepping(), message(1, 1, [c1, c1]), {
+    // the repeat is not a call of its own: one announcement and one result answer the message
+    after: [call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), turnEnd(1)]
+  }),
+  breaks("call-ids-unique", "a tool call without an id", stepping(), message(1, 1, [Ids.callId("")]), {
+    after: [stepEnd(1, 1), turnEnd(1)]
+  }),
   // call-in-message
   breaks("call-in-message", "tool/call for a call the message did not ask for", asked(c1), call(1, 1, c2)),
   breaks("call-in-message", "tool/call twice for one call", [...asked(c1), call(1, 1, c1)], call(1, 1, c1)),
@@ -647,15 +655,4 @@ describe("Rules: not covered by the contract today (candidates for new rules)", 
         expect(check(yield* logged(c.log))).toStrictEqual([])
       }))
   }
-
-  it.effect("a message naming one call id twice: the missing result is reported at turn/end, not at step/end", () =>
-    // the open step's calls are kept by id, so the first of two calls with one id is only in
-    // the turn's list: calls-answered reports it at turn/end (a log cut after step/end hides
-    // it), where every other unanswered call is reported at its step/end
-    Effect.gen(function*() {
-      const log = [...asked(c1, c1), call(1, 1, c1), result(1, 1, c1), stepEnd(1, 1), turnEnd(1)]
-      expect(check(yield* logged(log)).map(brief)).toStrictEqual([
-        { rule: "calls-answered", seq: log.length - 1, type: "turn/end" }
-      ])
-    }))
 })

@@ -1,28 +1,50 @@
 /**
- * What a turn reports when something inside it failed: the stable code and the message of a
- * typed failure, a harness-error defect (a throwing middleware), or any other defect (a bug,
- * reported as `DEFECT`).
+ * What a turn reports when something inside it failed: a stable catalog code and a message.
+ * A typed failure keeps its own code and message; a defect that is a harness error (a
+ * middleware that threw, blamed by name) keeps its code; anything else is `DEFECT` with the
+ * failure described (`HarnessError.describe`: a plain object's message, never
+ * `[object Object]`). A code outside the catalog (a provider's own, an object that only looks
+ * like a harness error) is never reported as such: it becomes a catalog code, and the code it
+ * reported is kept as `reportedCode`.
+ *
+ * @internal
  */
-import { HarnessError } from "@dsh/llm"
+import { ErrorCode, HarnessError } from "@dsh/llm"
 import { Cause, Option } from "effect"
 import { TurnDefectError } from "../LoopError.ts"
 
-/** The code and message of a defect: its own for a harness error, `DEFECT` for anything else. */
-export const describeDefect = (defect: unknown): { code: string; message: string } => {
-  if (HarnessError.isHarnessError(defect)) return { code: defect.code, message: defect.message }
-  const message = defect instanceof Error ? defect.message : String(defect)
-  return { code: TurnDefectError.fields.code.schema.literal, message: `unexpected failure: ${message}` }
+/** A described failure. */
+export interface Failure {
+  readonly code: ErrorCode.ErrorCode
+  readonly message: string
+  /** The code the failure carried when it is not a catalog code. */
+  readonly reportedCode?: string
 }
 
-/** The code and message of a failed step's cause (typed failure or defect). */
-export const describeCause = (cause: Cause.Cause<unknown>): { code: string; message: string } => {
-  const failure = Cause.findErrorOption(cause)
-  if (Option.isSome(failure)) {
-    const error = failure.value
-    if (HarnessError.isHarnessError(error)) return { code: error.code, message: error.message }
-    return describeDefect(error)
+const DEFECT = TurnDefectError.fields.code.schema.literal
+
+/** A code made a catalog code: itself when it is one, `fallback` otherwise (with the original kept). */
+export const catalogCode = (code: string, fallback: ErrorCode.ErrorCode): Pick<Failure, "code" | "reportedCode"> =>
+  ErrorCode.isErrorCode(code) ? { code } : { code: fallback, reportedCode: code }
+
+/** The code and message of a failure value (typed or a defect). */
+export const describeFailure = (failure: unknown): Failure => {
+  if (HarnessError.isHarnessError(failure)) {
+    const code = catalogCode(failure.code, DEFECT)
+    // a step that failed on a provider's own code says which (see StepFailure)
+    const reported = (failure as { readonly reportedCode?: unknown }).reportedCode
+    return typeof reported === "string"
+      ? { code: code.code, reportedCode: reported, message: failure.message }
+      : { ...code, message: failure.message }
   }
+  return { code: DEFECT, message: `unexpected failure: ${HarnessError.describe(failure)}` }
+}
+
+/** The code and message of a failed cause (typed failure or defect). */
+export const describeCause = (cause: Cause.Cause<unknown>): Failure => {
+  const failure = Cause.findErrorOption(cause)
+  if (Option.isSome(failure)) return describeFailure(failure.value)
   const defect = Cause.findDefect(cause)
-  if (defect._tag === "Success") return describeDefect(defect.success)
-  return describeDefect(Cause.squash(cause))
+  if (defect._tag === "Success") return describeFailure(defect.success)
+  return describeFailure(Cause.squash(cause))
 }

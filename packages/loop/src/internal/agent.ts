@@ -1,0 +1,132 @@
+/**
+ * The agent's handle and its disposal. The handle only queues, signals and reads: `send` and
+ * `steer` queue messages and wake the driver, `inject` appends context at once, `abort` aborts
+ * the running turn (or the one the queued messages will start) and waits for it to end.
+ * Disposal aborts whatever runs, lets the driver close it within the abort grace, and logs the
+ * last status.
+ *
+ * @internal
+ */
+import { type Agent, AgentDisposedError } from "@dsh/agent"
+import { Content } from "@dsh/llm"
+import { Deferred, Effect, Fiber, Latch, Option, Stream, SubscriptionRef } from "effect"
+import { setStatus } from "./driver.ts"
+import { appendAnnounced } from "./events.ts"
+import {
+  type AgentState,
+  becomeBusy,
+  becomeIdle,
+  type Env,
+  InsideAgents,
+  makeRun,
+  type Pending,
+  requestAbort,
+  settleRun
+} from "./state.ts"
+import { closeTurn } from "./turn.ts"
+
+const toContent = (input: Agent.Input): ReadonlyArray<Content.ContentBlock> =>
+  typeof input === "string" ? [Content.text(input)] : input
+
+/** The state of a new agent, before its first status. */
+export const makeState = (lastTurn: number, lastSettings: string | undefined): Effect.Effect<AgentState> =>
+  Effect.gen(function*() {
+    const idle = Deferred.makeUnsafe<void>()
+    Deferred.doneUnsafe(idle, Effect.void)
+    return {
+      queued: [],
+      steering: [],
+      wake: yield* Latch.make(false),
+      statusRef: yield* SubscriptionRef.make<Agent.Status>("idle"),
+      status: undefined,
+      current: undefined,
+      turn: undefined,
+      next: undefined,
+      idle,
+      disposing: false,
+      lastTurn,
+      lastSettings,
+      handle: undefined
+    }
+  })
+
+const refuseWhenDisposed = (env: Env, state: AgentState): Effect.Effect<void, AgentDisposedError> =>
+  Effect.suspend(() =>
+    state.disposing
+      ? Effect.fail(new AgentDisposedError({ message: `agent ${env.agentId} is disposed`, agentId: env.agentId }))
+      : Effect.void
+  )
+
+/** Queues a message (steering goes to the running turn) and wakes the driver. */
+const enqueue = (env: Env, state: AgentState, pending: Pending): Effect.Effect<void, AgentDisposedError> =>
+  Effect.andThen(refuseWhenDisposed(env, state), () =>
+    Effect.sync(() => {
+      if (pending.trigger === "steer" && state.current !== undefined) state.steering.push(pending)
+      else {
+        state.queued.push(pending)
+        state.next ??= makeRun()
+      }
+      becomeBusy(state)
+      Latch.openUnsafe(state.wake)
+    }))
+
+/**
+ * Aborts the running turn, or the turn the queued messages will start; waits until it has
+ * ended, unless called from inside this agent (a tool, a listener), which must not wait for
+ * the turn it runs in.
+ */
+const abort = (env: Env, state: AgentState, reason: string | undefined): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const run = state.current ?? state.next
+    if (run === undefined) return
+    yield* requestAbort(env, run, { reason, disposal: false })
+    if ((yield* InsideAgents).has(env.agentId)) return
+    yield* Deferred.await(run.settled)
+  })
+
+/** The handle of an agent. */
+export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
+  id: env.agentId,
+  session: env.session,
+  send: (input, options) => enqueue(env, state, { content: toContent(input), source: options?.source ?? "user", trigger: "send" }),
+  steer: (input, options) =>
+    enqueue(env, state, { content: toContent(input), source: options?.source ?? "user", trigger: "steer" }),
+  inject: (input, options) =>
+    Effect.andThen(
+      refuseWhenDisposed(env, state),
+      appendAnnounced(env, state, "context/message", { content: toContent(input), source: options?.source ?? "context" })
+    ),
+  abort: (reason) => abort(env, state, reason),
+  status: Effect.sync(() => state.status ?? "idle"),
+  statusChanges: SubscriptionRef.changes(state.statusRef),
+  events: Stream.unwrap(Effect.map(env.session.seq, (seq) => env.session.streamFrom(seq))),
+  awaitIdle: Effect.suspend(() => Deferred.await(state.idle))
+})
+
+/**
+ * Disposes the agent: aborts what runs (its turn ends `disposed`) and what is queued, lets the
+ * driver finish within the abort grace, then logs `disposed`. Should the driver not finish —
+ * a bug, since everything it waits on is bounded — it is interrupted, the open turn is closed
+ * here, and the agent is disposed all the same.
+ */
+export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    state.disposing = true
+    const runs = [state.current, state.next].filter((run) => run !== undefined)
+    for (const run of runs) yield* requestAbort(env, run, { reason: undefined, disposal: true })
+    Latch.openUnsafe(state.wake)
+    const running = state.current
+    // the driver gives up on the turn's work at the abort deadline; give it as long again to close
+    const patience = running === undefined
+      ? Effect.never
+      : Effect.andThen(Deferred.await(running.deadline), Effect.sleep(env.abortGrace))
+    const stopped = yield* Effect.raceFirst(Effect.map(Fiber.await(driver), Option.some), Effect.as(patience, Option.none()))
+    if (Option.isNone(stopped)) {
+      driver.interruptUnsafe()
+      yield* Effect.logError(`dsh: agent ${env.agentId}: the driver did not stop at disposal (a bug in dsh); interrupted`)
+      if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" })
+    }
+    yield* setStatus(env, state, "disposed")
+    for (const run of runs) yield* settleRun(run)
+    becomeIdle(state)
+  })

@@ -1,0 +1,76 @@
+/**
+ * The driver: the one fiber per agent that runs its turns. It waits for queued messages, moves
+ * the agent to `running`, runs a turn for everything queued (and again while more arrives),
+ * turns steering that came too late into the next turn's messages, and settles the agent
+ * `idle`. A turn never fails (see `runTurn`); a bug of the loop's own is logged and the driver
+ * goes on, so the agent always settles.
+ *
+ * @internal
+ */
+import type { Agent } from "@dsh/agent"
+import { Cause, Effect, SubscriptionRef } from "effect"
+import { announce } from "./events.ts"
+import { type AgentState, becomeIdle, type Env, makeRun, settleRun } from "./state.ts"
+import { runTurn } from "./turn.ts"
+
+/** Runs turns until the agent is disposed. */
+export const driver = (env: Env, state: AgentState): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (!state.disposing) {
+      yield* state.wake.await
+      yield* state.wake.close
+      if (state.disposing) return
+      if (state.queued.length === 0) {
+        if (state.current === undefined) becomeIdle(state)
+        continue
+      }
+      yield* setStatus(env, state, "running")
+      while (state.queued.length > 0 && !state.disposing) yield* nextTurn(env, state)
+      if (state.disposing) return
+      yield* setStatus(env, state, "idle")
+      if (state.queued.length === 0) becomeIdle(state)
+    }
+  })
+
+/** Runs one turn for everything queued now. */
+const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const run = state.next ?? makeRun()
+    state.next = undefined
+    state.current = run
+    const batch = state.queued.splice(0, state.queued.length)
+    return runTurn(env, state, run, batch).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.interrupt
+          : Effect.logError(`dsh: agent ${env.agentId}: the loop failed running a turn (a bug in dsh)`, cause)
+      ),
+      Effect.ensuring(Effect.suspend(() => {
+        state.current = undefined
+        state.turn = undefined
+        requeueSteering(state)
+        return settleRun(run)
+      }))
+    )
+  })
+
+/** Steering that arrived too late for its turn becomes the next turn's messages: never stranded. */
+const requeueSteering = (state: AgentState): void => {
+  if (state.steering.length === 0) return
+  state.queued.push(...state.steering.splice(0, state.steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
+  state.next ??= makeRun()
+}
+
+/**
+ * Logs a status change (not a repeated status, nothing after `disposed`) and tells its
+ * listeners, contained: a listener failing on a status cannot keep the agent from settling.
+ */
+export const setStatus = (env: Env, state: AgentState, next: Agent.Status): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (state.status === next || state.status === "disposed") return Effect.void
+    state.status = next
+    return env.session.append("agent/status", { agentId: env.agentId, status: next }).pipe(
+      Effect.tap(() => SubscriptionRef.set(state.statusRef, next)),
+      Effect.flatMap((event) => announce(env, state, event))
+    )
+  })

@@ -1,0 +1,94 @@
+/**
+ * Logging and listeners. Every event is appended before its listeners run (the agent's events
+ * are the session's events). Inside a turn a listener's failure is the turn's; where nothing
+ * is left to fail (a status change, injected context, a turn being closed) it is contained:
+ * recorded as an `error` event and a log line, never propagated, never able to stop the agent
+ * from settling. No listener runs while the agent is being disposed.
+ *
+ * @internal
+ */
+import type { HarnessError } from "@dsh/llm"
+import type { SessionEvent } from "@dsh/session"
+import { Cause, Effect, Option } from "effect"
+import { untilDeadline } from "./bounded.ts"
+import { describeCause } from "./failure.ts"
+import type { AgentState, Env, Run, Turn } from "./state.ts"
+
+/** Runs the listeners of an event; a failure is the caller's. */
+export const notify = (
+  env: Env,
+  state: AgentState,
+  event: SessionEvent.SessionEvent
+): Effect.Effect<void, HarnessError.HarnessError> =>
+  state.handle === undefined || env.hooks.listeners.current().length === 0
+    ? Effect.void
+    : env.hooks.listeners.apply({ event, agent: state.handle }, () => Effect.void)
+
+/**
+ * Appends an event of a turn and runs its listeners, unless the turn is being closed: then the
+ * event is dropped (its work was detached by an abort) and says so in a log line.
+ */
+export const logInTurn = <T extends SessionEvent.CoreType>(
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  type: T,
+  data: SessionEvent.DataOf<T>
+): Effect.Effect<void, HarnessError.HarnessError> =>
+  Effect.suspend(() => {
+    if (turn.closed) return dropLate(env, turn, type)
+    return Effect.flatMap(env.session.append(type, data), (event) => notify(env, state, event as SessionEvent.SessionEvent))
+  })
+
+/** The log line of an event that work detached by an abort tried to log after its turn closed. */
+export const dropLate = (env: Env, turn: Turn, what: string): Effect.Effect<void> =>
+  Effect.logWarning(
+    `dsh: agent ${env.agentId}, turn ${turn.number}: ${what} arrived after the turn was closed (its work had been detached by an abort); dropped`
+  )
+
+/**
+ * Runs the listeners of an event logged where nothing is left to fail, contained: a failure
+ * becomes an `error` event (whose own listeners do not run) and a warning. With a run, the
+ * wait is given up at the run's abort deadline.
+ */
+export const announce = (
+  env: Env,
+  state: AgentState,
+  event: SessionEvent.SessionEvent,
+  run?: Run
+): Effect.Effect<void> => {
+  if (state.disposing) return Effect.void
+  const listeners = notify(env, state, event)
+  if (run === undefined) return contain(env, state, event, listeners)
+  return Effect.flatMap(untilDeadline(run, Effect.exit(listeners)), (exit) =>
+    Option.match(exit, {
+      onNone: () => Effect.logWarning(`dsh: the listeners of ${event.type} (seq ${event.seq}) did not finish within the abort grace; detached`),
+      onSome: (exit) => (exit._tag === "Success" ? Effect.void : contain(env, state, event, Effect.failCause(exit.cause)))
+    }))
+}
+
+/** Appends an event and announces it (see {@link announce}). */
+export const appendAnnounced = <T extends SessionEvent.CoreType>(
+  env: Env,
+  state: AgentState,
+  type: T,
+  data: SessionEvent.DataOf<T>,
+  run?: Run
+): Effect.Effect<void> =>
+  Effect.flatMap(env.session.append(type, data), (event) => announce(env, state, event as SessionEvent.SessionEvent, run))
+
+const contain = (
+  env: Env,
+  state: AgentState,
+  event: SessionEvent.SessionEvent,
+  listeners: Effect.Effect<void, unknown>
+): Effect.Effect<void> =>
+  Effect.catchCause(listeners, (cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+    const { code, message } = describeCause(cause)
+    const text = `a listener failed on ${event.type} (seq ${event.seq}): ${message}`
+    return Effect.andThen(
+      state.disposing ? Effect.void : Effect.asVoid(env.session.append("error", { message: text, code })),
+      Effect.logWarning(`dsh: agent ${env.agentId}: ${text}`)
+    )
+  })

@@ -1,0 +1,168 @@
+/**
+ * The state of an agent's loop, as plain records passed explicitly to the functions that read
+ * and change it: what never changes ({@link Env}), what the agent's handle and its driver share
+ * ({@link AgentState}), the control of one turn ({@link Run}) and what a running turn and its
+ * open step hold ({@link Turn}, {@link Step}).
+ *
+ * @internal
+ */
+import type { Agent, AgentHooks } from "@dsh/agent"
+import type { Content, Ids } from "@dsh/llm"
+import type { Model } from "@dsh/model"
+import type { SystemPrompt } from "@dsh/prompt"
+import type { FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
+import type { ToolRegistry } from "@dsh/tools"
+import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type SubscriptionRef } from "effect"
+
+/** The services and settings of one agent; nothing here changes while it lives. */
+export interface Env {
+  readonly model: Model["Service"]
+  readonly checkpoint: FlushCheckpoint["Service"]
+  readonly registry: ToolRegistry["Service"]
+  readonly prompt: SystemPrompt["Service"]
+  readonly hooks: AgentHooks["Service"]
+  readonly session: Session.Session
+  readonly agentId: Ids.AgentId
+  readonly options: Agent.Options
+  readonly maxSteps: number
+  readonly maxInvalidArgs: number
+  readonly abortGrace: Duration.Duration
+}
+
+/** A message waiting for a turn. */
+export interface Pending {
+  readonly content: ReadonlyArray<Content.ContentBlock>
+  readonly source: string
+  readonly trigger: "send" | "steer"
+}
+
+/** What stopped a turn from outside: `abort(reason)`, or the agent's disposal. */
+export interface Abort {
+  readonly reason: string | undefined
+  readonly disposal: boolean
+}
+
+/**
+ * The control of one turn, made when the first message for it is queued (so an abort can
+ * target a turn that has not started yet) and settled when the turn is over.
+ */
+export interface Run {
+  abort: Abort | undefined
+  /** Done when `abort` is set. */
+  readonly aborted: Deferred.Deferred<void>
+  /** Done `abortGrace` after the abort: whatever the turn still waits on is given up then. */
+  readonly deadline: Deferred.Deferred<void>
+  /** Done when the turn has ended and its flush has finished or been given up. */
+  readonly settled: Deferred.Deferred<void>
+  /** The fiber that completes `deadline`; interrupted when the run settles. */
+  timer: Fiber.Fiber<void> | undefined
+}
+
+/** What the agent's handle and its driver share. */
+export interface AgentState {
+  /** Messages waiting for the next turn. */
+  readonly queued: Array<Pending>
+  /** Steering waiting for the running turn's next step. */
+  readonly steering: Array<Pending>
+  /** Opened whenever something is queued or the agent is disposed: what the idle driver waits on. */
+  readonly wake: Latch.Latch
+  readonly statusRef: SubscriptionRef.SubscriptionRef<Agent.Status>
+  /** The last status logged; undefined until the first. */
+  status: Agent.Status | undefined
+  /** The running turn's control. */
+  current: Run | undefined
+  /** The running turn itself, once opened. */
+  turn: Turn | undefined
+  /** The control of the turn the queued messages will start. */
+  next: Run | undefined
+  /** Done whenever the agent is idle with nothing queued, or disposed: what awaitIdle waits on. */
+  idle: Deferred.Deferred<void>
+  disposing: boolean
+  /** The last turn number of the session (a seeded session continues it). */
+  lastTurn: number
+  /** The settings of the session's last logged request, as JSON. */
+  lastSettings: string | undefined
+  /** The handle, for listeners; set once it exists. */
+  handle: Agent.Agent | undefined
+}
+
+/** A running turn. */
+export interface Turn {
+  readonly number: number
+  readonly run: Run
+  /** The `seq` of its `turn/start`. */
+  readonly start: number
+  /** Its `turn/start` and `user/message` events, whose listeners run first in the turn. */
+  readonly opened: ReadonlyArray<SessionEvent.SessionEvent>
+  /**
+   * Set when the turn is being closed: from then on nothing the turn's own work does is logged
+   * (work detached after an abort may still finish; its late events are dropped).
+   */
+  closed: boolean
+  /** The open step. */
+  step: Step | undefined
+  /** Consecutive `INVALID_ARGS` results per tool name. */
+  readonly invalidArgs: Map<string, number>
+}
+
+/** An open step. */
+export interface Step {
+  readonly number: number
+  /** The calls of its logged message, once logged. */
+  calls: ReadonlyArray<Content.ToolCallBlock>
+  /** Results of the step's calls that finished, logged or not yet (a batch logs in call order). */
+  readonly results: Map<Ids.CallId, Content.ToolResultBlock>
+}
+
+/**
+ * The agents whose fibers the current fiber belongs to: an `abort` called from inside an
+ * agent (a tool, a listener) must not wait for the turn it runs in.
+ */
+export const InsideAgents = Context.Reference<ReadonlySet<string>>("@dsh/loop/InsideAgents", {
+  defaultValue: () => new Set()
+})
+
+/** A fresh run. */
+export const makeRun = (): Run => ({
+  abort: undefined,
+  aborted: Deferred.makeUnsafe<void>(),
+  deadline: Deferred.makeUnsafe<void>(),
+  settled: Deferred.makeUnsafe<void>(),
+  timer: undefined
+})
+
+/**
+ * Aborts a run: sets its abort (a disposal overrides a plain abort), signals it, and starts
+ * the grace timer. Idempotent.
+ */
+export const requestAbort = (env: Env, run: Run, abort: Abort): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (Deferred.isDoneUnsafe(run.settled)) return Effect.void
+    if (run.abort !== undefined) {
+      if (abort.disposal && !run.abort.disposal) run.abort = { reason: run.abort.reason, disposal: true }
+      return Effect.void
+    }
+    run.abort = abort
+    Deferred.doneUnsafe(run.aborted, Exit.void)
+    return Effect.asVoid(Effect.tap(
+      Effect.forkDetach(Effect.asVoid(Effect.andThen(Effect.sleep(env.abortGrace), Deferred.done(run.deadline, Exit.void)))),
+      (timer) => Effect.sync(() => (run.timer = timer))
+    ))
+  })
+
+/** Marks a run settled and stops its grace timer. */
+export const settleRun = (run: Run): Effect.Effect<void> =>
+  Effect.sync(() => {
+    Deferred.doneUnsafe(run.settled, Exit.void)
+    run.timer?.interruptUnsafe()
+  })
+
+/** Marks the agent busy: awaitIdle waits from now on. */
+export const becomeBusy = (state: AgentState): void => {
+  if (Deferred.isDoneUnsafe(state.idle)) state.idle = Deferred.makeUnsafe<void>()
+}
+
+/** Releases awaitIdle. */
+export const becomeIdle = (state: AgentState): void => {
+  Deferred.doneUnsafe(state.idle, Exit.void)
+}

@@ -1,0 +1,169 @@
+/**
+ * One step: one model request and its tool executions. The step assembles the system prompt,
+ * derives the request from the log (request middleware), logs what was asked, streams the
+ * model (every chunk logged as it arrives), turns the finish into a failure when the model did
+ * not answer, runs the step-result middleware, gives the calls distinct ids, logs the message
+ * and the usage, then dispatches the tools. A failure fails the step; the turn records it and
+ * closes the step from the log.
+ *
+ * @internal
+ */
+import type { Hooks } from "@dsh/agent"
+import { Assembler, type FinishReason, type HarnessError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { SessionEvent } from "@dsh/session"
+import { Data, Effect, Stream } from "effect"
+import { uniqueCallIds } from "./calls.ts"
+import { logInTurn } from "./events.ts"
+import { catalogCode, describeCause } from "./failure.ts"
+import type { AgentState, Env, Step, Turn } from "./state.ts"
+import { dispatchTools } from "./tools.ts"
+
+/** What a step that ran to its end produced. */
+export interface StepResult {
+  readonly message: Message.Message
+  readonly hadToolCalls: boolean
+}
+
+/**
+ * The model did not answer: a finish of kind `error` or `aborted`, or no finish at all. `code`
+ * is a catalog code; `reportedCode` keeps a provider's own code.
+ */
+export class StepFailure extends Data.TaggedError("StepFailure")<{
+  readonly code: HarnessError.HarnessError["code"]
+  readonly message: string
+  readonly reportedCode?: string
+}> {}
+
+/** Runs a step to its end. */
+export const runStep = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step
+): Effect.Effect<StepResult, HarnessError.HarnessError | StepFailure> =>
+  Effect.gen(function*() {
+    const context: Hooks.StepContext = {
+      agentId: env.agentId,
+      sessionId: env.session.id,
+      turn: turn.number,
+      step: step.number
+    }
+    const request = yield* buildRequest(env, context)
+    yield* logRequest(env, state, turn, step, request)
+    const assembled = yield* streamAnswer(env, state, turn, step, request)
+    const finishReason = yield* answered(env, assembled)
+    const result = yield* env.hooks.stepResult.apply(
+      { message: assembled.message, finishReason, usage: assembled.usage, context },
+      (input) => Effect.succeed(input.message)
+    )
+    const { calls, message, rewrites } = uniqueCallIds(result)
+    yield* logInTurn(env, state, turn, "assistant/message", {
+      turn: turn.number,
+      step: step.number,
+      content: message.content,
+      finishReason,
+      ...(rewrites === undefined ? {} : { rewrittenCallIds: rewrites })
+    })
+    step.calls = calls
+    if (assembled.usage !== undefined) {
+      yield* logInTurn(env, state, turn, "usage", { turn: turn.number, step: step.number, usage: assembled.usage })
+    }
+    yield* dispatchTools(env, state, turn, step, calls)
+    return { message, hadToolCalls: calls.length > 0 }
+  }).pipe(
+    Effect.tapCause((cause) => Effect.annotateCurrentSpan("dsh.error_code", describeCause(cause).code)),
+    Effect.onInterrupt(() => Effect.annotateCurrentSpan("dsh.error_code", "ABORTED")),
+    // the call site would always be this line: not worth an Error per step
+    Effect.withSpan("Agent.step", { attributes: { "dsh.step": step.number } }, { captureStackTrace: false }),
+    // every span inside the step (model call, prompt assembly, tool calls) says whose it is
+    Effect.annotateSpans({ "dsh.session": env.session.id, "dsh.agent": env.agentId, "dsh.turn": turn.number, "dsh.step": step.number })
+  )
+
+/** The request: the assembled prompt and the history derived from the log, through the request middleware. */
+const buildRequest = (
+  env: Env,
+  context: Hooks.StepContext
+): Effect.Effect<ModelRequest.ModelRequest, HarnessError.HarnessError> =>
+  Effect.gen(function*() {
+    const { options } = env
+    const assembly = yield* env.prompt.assemble({
+      ...(options.prompt === undefined ? {} : { agentPrompt: options.prompt }),
+      tools: yield* env.registry.schemas(),
+      context
+    })
+    const base: ModelRequest.ModelRequest = {
+      model: options.model,
+      messages: yield* env.session.messages,
+      ...(assembly.system === "" ? {} : { system: assembly.system }),
+      ...(assembly.tools.length === 0 ? {} : { tools: assembly.tools }),
+      ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
+      ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
+      ...(options.providerOptions === undefined ? {} : { providerOptions: options.providerOptions })
+    }
+    return yield* env.hooks.request.apply({ request: base, context }, (input) => Effect.succeed(input.request))
+  })
+
+/**
+ * Logs what was asked besides the messages the log already determines: the settings only
+ * when they changed since the session's previous request, so a replay can check prompt and
+ * tools cheaply.
+ */
+const logRequest = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step,
+  request: ModelRequest.ModelRequest
+): Effect.Effect<void, HarnessError.HarnessError> => {
+  const settings = SessionEvent.settingsOf(request)
+  const encoded = JSON.stringify(settings)
+  const base = { turn: turn.number, step: step.number, model: request.model }
+  if (encoded === state.lastSettings) return logInTurn(env, state, turn, "model/request", base)
+  state.lastSettings = encoded
+  return logInTurn(env, state, turn, "model/request", { ...base, settings })
+}
+
+/** Streams the model, logging each chunk before the assembler takes it. */
+const streamAnswer = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step,
+  request: ModelRequest.ModelRequest
+) =>
+  Effect.suspend(() => {
+    const assembler = Assembler.make()
+    return env.model.stream(request).pipe(
+      Stream.runForEach((chunk: StreamChunk.StreamChunk) =>
+        Effect.andThen(
+          logInTurn(env, state, turn, "assistant/chunk", { turn: turn.number, step: step.number, chunk }),
+          Effect.sync(() => void assembler.push(chunk))
+        )
+      ),
+      Effect.andThen(Effect.sync(() => assembler.done()))
+    )
+  })
+
+/** The finish of an answer the model gave, or the step's failure when it gave none. */
+const answered = (env: Env, assembled: Assembler.Assembled): Effect.Effect<FinishReason.FinishReason, StepFailure> => {
+  const finishReason = assembled.finishReason
+  if (finishReason === undefined) {
+    return new StepFailure({
+      code: "LLM_PROTOCOL",
+      message: `the response of model "${env.options.model}" ended without a finish chunk`
+    })
+  }
+  if (finishReason.kind === "error") {
+    return new StepFailure({
+      ...catalogCode(finishReason.code, "LLM_SERVER"),
+      message: `the model reported an error: ${finishReason.message}`
+    })
+  }
+  if (finishReason.kind === "aborted") {
+    return new StepFailure({
+      code: "ABORTED",
+      message: `the model aborted its response${finishReason.reason === undefined ? "" : `: ${finishReason.reason}`}`
+    })
+  }
+  return Effect.succeed(finishReason)
+}

@@ -1,0 +1,79 @@
+/**
+ * Tool dispatch for one step: the calls of the logged assistant message, in order, a run of
+ * consecutive concurrency-safe calls at once and any other call alone. Every call of a batch is
+ * announced (`tool/call`) before any of them runs; results are kept in the step as they finish
+ * and logged in call order once the batch is done, so an abort mid-batch keeps what finished.
+ * A result that arrives after the turn was closed is dropped with a log line.
+ *
+ * @internal
+ */
+import type { Content, HarnessError } from "@dsh/llm"
+import { Closing } from "@dsh/session"
+import { Effect, Option } from "effect"
+import { dropLate, logInTurn } from "./events.ts"
+import type { AgentState, Env, Step, Turn } from "./state.ts"
+
+/** Runs the calls of a step's message, batch by batch. */
+export const dispatchTools = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step,
+  calls: ReadonlyArray<Content.ToolCallBlock>
+): Effect.Effect<void, HarnessError.HarnessError> =>
+  Effect.gen(function*() {
+    let from = 0
+    while (from < calls.length) {
+      const batch = yield* nextBatch(env, calls, from)
+      from += batch.length
+      yield* runBatch(env, state, turn, step, batch)
+    }
+  })
+
+/** The calls from `from` that run together: consecutive concurrency-safe calls, or one call. */
+const nextBatch = (
+  env: Env,
+  calls: ReadonlyArray<Content.ToolCallBlock>,
+  from: number
+): Effect.Effect<ReadonlyArray<Content.ToolCallBlock>> =>
+  Effect.gen(function*() {
+    const batch = [calls[from]!]
+    if (!(yield* isConcurrencySafe(env, calls[from]!))) return batch
+    while (from + batch.length < calls.length && (yield* isConcurrencySafe(env, calls[from + batch.length]!))) {
+      batch.push(calls[from + batch.length]!)
+    }
+    return batch
+  })
+
+const isConcurrencySafe = (env: Env, call: Content.ToolCallBlock): Effect.Effect<boolean> =>
+  Effect.map(env.registry.lookup(call.name), Option.match({ onNone: () => false, onSome: (tool) => tool.concurrencySafe }))
+
+const runBatch = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step,
+  batch: ReadonlyArray<Content.ToolCallBlock>
+): Effect.Effect<void, HarnessError.HarnessError> =>
+  Effect.gen(function*() {
+    for (const call of batch) {
+      yield* logInTurn(env, state, turn, "tool/call", {
+        turn: turn.number,
+        step: step.number,
+        callId: call.id,
+        name: call.name,
+        arguments: call.arguments
+      })
+    }
+    yield* Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
+    for (const call of batch) {
+      yield* logInTurn(env, state, turn, "tool/result", Closing.resultData(turn.number, step.number, call.id, step.results.get(call.id)!))
+    }
+  })
+
+const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>
+  Effect.flatMap(env.registry.execute(call), (result) => {
+    if (turn.closed) return dropLate(env, turn, `the result of tool call ${call.id} (${call.name})`)
+    step.results.set(call.id, result)
+    return Effect.void
+  })

@@ -1,0 +1,248 @@
+/**
+ * One turn, from `turn/start` to its flush checkpoint.
+ *
+ * The turn's work (its listeners, steering, steps and continuation decisions) runs in a fiber
+ * of its own, the **body**; the turn itself supervises it. When the body returns, fails, or an
+ * abort (or the agent's disposal) arrives, the turn closes: it marks itself closed — from then
+ * on nothing the body does is logged — records a failure as an `error` event, closes what the
+ * log leaves open (`Closing`: the partial answer, every call of the open step answered, from
+ * its finished result or `ABORTED`, then `step/end`) and logs `turn/end`. After an abort the
+ * body is interrupted and given `abortGrace` to stop; work that ignores the interruption is
+ * detached and its late results dropped. So every `turn/start` gets its `turn/end`, whatever
+ * failed or hung, and an abort is prompt.
+ *
+ * @internal
+ */
+import { Closing, type SessionEvent } from "@dsh/session"
+import { ToolResult } from "@dsh/tools"
+import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { awaitUntilDeadline, untilDeadline } from "./bounded.ts"
+import { appendAnnounced, logInTurn, notify } from "./events.ts"
+import { describeCause, type Failure } from "./failure.ts"
+import type { AgentState, Env, Pending, Run, Step, Turn } from "./state.ts"
+import { runStep } from "./step.ts"
+
+/** How a turn's work ended, as far as the work itself knows. */
+export type Outcome =
+  | { readonly _tag: "Completed" }
+  | { readonly _tag: "Aborted" }
+  | { readonly _tag: "Limit"; readonly name: string; readonly message: string }
+  | { readonly _tag: "Failed"; readonly failure: Failure }
+
+const completed: Outcome = { _tag: "Completed" }
+const aborted: Outcome = { _tag: "Aborted" }
+
+/** Runs a turn for queued messages under its run; never fails. */
+export const runTurn = (
+  env: Env,
+  state: AgentState,
+  run: Run,
+  messages: ReadonlyArray<Pending>
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const number = ++state.lastTurn
+    return Effect.gen(function*() {
+      const turn = yield* openTurn(env, state, run, number, messages)
+      const body = yield* Effect.forkDetach(turnBody(env, state, turn))
+      const outcome = yield* awaitBody(env, turn, body)
+      yield* closeTurn(env, state, turn, outcome)
+      yield* flushTurn(env, state, turn)
+    }).pipe(
+      Effect.withSpan("Agent.turn", {}, { captureStackTrace: false }),
+      Effect.annotateSpans({ "dsh.session": env.session.id, "dsh.agent": env.agentId, "dsh.turn": number })
+    )
+  })
+
+/**
+ * Logs `turn/start` and the messages, before anything can fail or be aborted: a message taken
+ * for a turn is always logged.
+ */
+const openTurn = (
+  env: Env,
+  state: AgentState,
+  run: Run,
+  number: number,
+  messages: ReadonlyArray<Pending>
+): Effect.Effect<Turn> =>
+  Effect.gen(function*() {
+    const start = yield* env.session.append("turn/start", { turn: number, trigger: messages[0]?.trigger ?? "send" })
+    const opened: Array<SessionEvent.SessionEvent> = [start]
+    for (const pending of messages) {
+      opened.push(yield* env.session.append("user/message", { content: pending.content, source: pending.source }))
+    }
+    const turn: Turn = { number, run, start: start.seq, opened, closed: false, step: undefined, invalidArgs: new Map() }
+    state.turn = turn
+    return turn
+  })
+
+/** The turn's work: the listeners of its opening events, then steps until one says stop. */
+const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcome, unknown> =>
+  Effect.gen(function*() {
+    for (const event of turn.opened) yield* notify(env, state, event)
+    let number = 0
+    while (true) {
+      if (turn.run.abort !== undefined) return aborted
+      if (number >= env.maxSteps) {
+        return { _tag: "Limit", name: "max-steps", message: `the turn reached its limit of ${env.maxSteps} steps` }
+      }
+      number++
+      // steering queued before the step is answered by it; only steering that arrives during it forces another
+      yield* drainSteering(env, state, turn)
+      const step: Step = { number, calls: [], results: new Map() }
+      yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number })
+      turn.step = step
+      const result = yield* runStep(env, state, turn, step)
+      const stuck = countInvalidArgs(env, turn, step)
+      const steered = yield* drainSteering(env, state, turn)
+      yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number })
+      turn.step = undefined
+      if (stuck !== undefined) return stuck
+      const proceed = yield* env.hooks.continuation.apply(
+        {
+          message: result.message,
+          hadToolCalls: result.hadToolCalls,
+          steered,
+          context: { agentId: env.agentId, sessionId: env.session.id, turn: turn.number, step: number }
+        },
+        (input) => Effect.succeed(input.hadToolCalls || input.steered)
+      )
+      // steering queued by step-end or continuation listeners forces another step
+      if (!proceed && state.steering.length === 0) return completed
+    }
+  })
+
+/** Logs the steering queued so far; whether there was any. */
+const drainSteering = (env: Env, state: AgentState, turn: Turn) =>
+  Effect.gen(function*() {
+    let steered = false
+    while (state.steering.length > 0) {
+      const pending = state.steering.shift()!
+      steered = true
+      yield* logInTurn(env, state, turn, "steering/message", { turn: turn.number, content: pending.content, source: pending.source })
+    }
+    return steered
+  })
+
+/** Counts consecutive `INVALID_ARGS` results per tool; the limit outcome when one reached the limit. */
+const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined => {
+  for (const call of step.calls) {
+    const code = step.results.get(call.id)?.error?.code
+    turn.invalidArgs.set(call.name, code === "INVALID_ARGS" ? (turn.invalidArgs.get(call.name) ?? 0) + 1 : 0)
+  }
+  for (const [tool, count] of turn.invalidArgs) {
+    if (count >= env.maxInvalidArgs) {
+      return {
+        _tag: "Limit",
+        name: "invalid-args",
+        message: `the model sent invalid arguments to tool "${tool}" ${count} times in a row`
+      }
+    }
+  }
+  return undefined
+}
+
+/**
+ * Waits for the body, or for an abort: then interrupts the body and waits for it until the
+ * abort deadline; work that does not stop by then is detached.
+ */
+const awaitBody = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.Effect<Outcome> =>
+  Effect.gen(function*() {
+    const ended = yield* Effect.raceFirst(
+      Effect.map(Fiber.await(body), Option.some),
+      Effect.as(Deferred.await(turn.run.aborted), Option.none<Exit.Exit<Outcome, unknown>>())
+    )
+    if (Option.isSome(ended)) return outcomeOf(turn, ended.value)
+    body.interruptUnsafe()
+    const stopped = yield* awaitUntilDeadline(turn.run, body)
+    if (Option.isNone(stopped)) {
+      yield* Effect.logWarning(
+        `dsh: agent ${env.agentId}, turn ${turn.number}: its work did not stop within the abort grace ` +
+          "(an uninterruptible tool body, model stream or listener); detached, its late results are dropped"
+      )
+    }
+    return aborted
+  })
+
+/** How an ended body's exit reads as an outcome (an abort that came meanwhile wins over completion). */
+const outcomeOf = (turn: Turn, exit: Exit.Exit<Outcome, unknown>): Outcome => {
+  if (Exit.isSuccess(exit)) return exit.value._tag === "Completed" && turn.run.abort !== undefined ? aborted : exit.value
+  if (Cause.hasInterruptsOnly(exit.cause)) return aborted
+  return { _tag: "Failed", failure: describeCause(exit.cause) }
+}
+
+/**
+ * Closes the turn: from now on the body logs nothing; a failure is recorded as an `error`
+ * event; what the log leaves open is closed (see `Closing`); `turn/end`. Idempotent. Listeners
+ * of the closing events run contained, given up at the abort deadline, and not at all during
+ * disposal.
+ */
+export const closeTurn = (env: Env, state: AgentState, turn: Turn, outcome: Outcome): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (turn.closed) return
+    turn.closed = true
+    const reason = endReason(turn.run, outcome)
+    if (outcome._tag === "Failed") {
+      const { code, message, reportedCode } = outcome.failure
+      yield* appendAnnounced(env, state, "error", {
+        turn: turn.number,
+        ...(turn.step === undefined ? {} : { step: turn.step.number }),
+        message,
+        code,
+        ...(reportedCode === undefined ? {} : { reportedCode })
+      }, turn.run)
+    }
+    const why = closingReason(turn.run, outcome)
+    const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
+      answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
+      reason
+    })
+    for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, turn.run)
+    turn.step = undefined
+    yield* Effect.annotateCurrentSpan(
+      reason.kind === "error" ? { "dsh.turn.end": reason.kind, "dsh.error_code": reason.code } : { "dsh.turn.end": reason.kind }
+    )
+  })
+
+const endReason = (run: Run, outcome: Outcome): SessionEvent.TurnEndReason => {
+  switch (outcome._tag) {
+    case "Completed":
+      return { kind: "completed" }
+    case "Limit":
+      return { kind: "limit", name: outcome.name, message: outcome.message }
+    case "Failed":
+      return { kind: "error", message: outcome.failure.message, code: outcome.failure.code }
+    case "Aborted":
+      if (run.abort?.disposal === true) return { kind: "disposed" }
+      return run.abort?.reason === undefined ? { kind: "aborted" } : { kind: "aborted", reason: run.abort.reason }
+  }
+}
+
+/** Why the calls left open were not finished, in the words of their `ABORTED` results. */
+const closingReason = (run: Run, outcome: Outcome): string =>
+  outcome._tag === "Failed"
+    ? `the step failed: ${outcome.failure.message}`
+    : run.abort?.disposal === true
+    ? "the agent was disposed"
+    : run.abort?.reason ?? "the turn was aborted"
+
+/**
+ * The flush checkpoint after `turn/end`: a failure is recorded (an `error` event after the
+ * turn's end) and never ends anything; a flush still running at the abort deadline is given
+ * up (it goes on in the background, unconfirmed) and recorded as such.
+ */
+const flushTurn = (env: Env, state: AgentState, turn: Turn): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const flushed = yield* untilDeadline(turn.run, env.checkpoint.flush(env.session))
+    if (Option.isNone(flushed)) {
+      const message = `the flush checkpoint after turn ${turn.number} did not finish within the abort grace; ` +
+        "it goes on in the background and what it writes is not confirmed"
+      yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code: "ABORTED" })
+      return yield* Effect.logWarning(`dsh: session ${env.session.id}: ${message}`)
+    }
+    const exit = flushed.value
+    if (Exit.isSuccess(exit)) return
+    const { code, message } = describeCause(exit.cause)
+    yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code })
+    yield* Effect.logWarning(`dsh: flushing session ${env.session.id} failed: ${message}`)
+  })
+
