@@ -5,14 +5,17 @@
  *   other kind (or a tool call) closes the open one and starts the next block. Empty strings
  *   (the first chunk's `content: ""`) add nothing.
  * - Tool calls are keyed by their wire `index`; several may be open at once, interleaved. A
- *   call's block starts when its index first appears. Its id is the first one a fragment
- *   carries; its name is joined from the pieces its fragments carry ({@link joinName}), like
- *   its arguments. The call is announced by one `tool-call-delta` carrying id, the whole name
+ *   call's block starts when its index first appears. Where servers get the index wrong, the
+ *   id decides: a different id at an index whose call has one starts another call (servers
+ *   that give every call index 0), and a fragment without an index continues the call its id
+ *   names, else the latest call. A call's id is the first one a fragment carries (repeats
+ *   change nothing); its name is joined from the pieces its fragments carry
+ *   ({@link joinName}), like its arguments. The call is announced by one `tool-call-delta` carrying id, the whole name
  *   and every argument fragment so far, as soon as it has an id, a name and the first
  *   argument text (a name arriving after the first argument fragment costs nothing); later
  *   fragments stream as they come. A call that never got arguments is announced with
  *   `argumentsDelta: ""` when it closes.
- * - `finish_reason` closes every open block (`block-end` carries the block as the `@dsh/llm`
+ * - `finish_reason` (`""` counts as none, as `null` does) closes every open block (`block-end` carries the block as the `@dsh/llm`
  *   Assembler built it from the deltas: one implementation of accumulation) and is kept:
  *   `usage` may still follow, in a usage-only chunk. `[DONE]` then emits `usage` and `finish`,
  *   in that order, as the contract wants.
@@ -129,8 +132,11 @@ export const make = (provider = "DeepSeek"): Translator => {
   let nextBlock = 0
   // the open text or reasoning block
   let sequential: { readonly kind: "text" | "reasoning"; readonly block: number } | undefined
-  // open tool calls by wire index
-  const calls = new Map<number, Call>()
+  // open tool calls, in block order, and how fragments find them
+  const calls: Array<Call> = []
+  const byIndex = new Map<number, Call>()
+  const byId = new Map<string, Call>()
+  let latest: Call | undefined
   let finish: FinishReason.FinishReason | undefined
   let reported: Usage.Usage | undefined
 
@@ -190,21 +196,43 @@ export const make = (provider = "DeepSeek"): Translator => {
     if (call.id !== undefined && call.name !== "" && call.pending !== "") announce(call, out)
   }
 
-  const callAt = (index: number, out: Array<Chunk.StreamChunk>): Call => {
-    const known = calls.get(index)
-    if (known !== undefined) return known
+  const startCall = (label: string, out: Array<Chunk.StreamChunk>): Call => {
     closeSequential(out)
-    const call: Call = { block: nextBlock++, label: `tool call ${index}`, id: undefined, name: "", pending: "", announced: false }
-    calls.set(index, call)
+    const call: Call = { block: nextBlock++, label, id: undefined, name: "", pending: "", announced: false }
+    calls.push(call)
+    latest = call
     emit({ type: "block-start", index: call.block, blockType: "tool-call" }, out)
     return call
   }
 
+  // Which call a fragment continues. The wire index decides, except where servers get it
+  // wrong: a different id at an index whose call has one is another call (Ollama and proxies
+  // translating other APIs give every call index 0), and a fragment without an index
+  // continues the call its id names, else the latest call (servers that omit the index stream
+  // calls one after the other). A call's first id sticks, so an id repeated in every fragment
+  // changes nothing.
+  const callFor = (index: number | undefined, id: string | undefined, out: Array<Chunk.StreamChunk>): Call => {
+    const named = id === undefined ? undefined : byId.get(id)
+    if (index === undefined) {
+      if (named !== undefined) return named
+      if (latest !== undefined && (id === undefined || latest.id === undefined)) return latest
+      return startCall(`tool call #${calls.length} (no index)`, out)
+    }
+    const current = byIndex.get(index)
+    if (current !== undefined && (id === undefined || current.id === undefined || current.id === id)) return current
+    const call = named ?? startCall(`tool call ${index}`, out)
+    // an index keeps pointing at its latest new call: id-less fragments continue that one
+    if (current === undefined || named === undefined) byIndex.set(index, call)
+    return call
+  }
+
   const toolCall = (delta: Wire.ToolCallDelta, out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
-    const call = callAt(delta.index, out)
-    // some servers repeat the id in every fragment: the first one is the call's
     const id = present(delta.id)
-    if (call.id === undefined && id !== undefined) call.id = id
+    const call = callFor(delta.index ?? undefined, id, out)
+    if (call.id === undefined && id !== undefined) {
+      call.id = id
+      if (!byId.has(id)) byId.set(id, call)
+    }
     const piece = present(delta.function?.name)
     if (piece !== undefined) {
       const name = joinName(call.name, piece)
@@ -229,7 +257,7 @@ export const make = (provider = "DeepSeek"): Translator => {
       open.push({ block, close: () => void end(block, out) })
       sequential = undefined
     }
-    for (const call of calls.values()) {
+    for (const call of calls) {
       open.push({
         block: call.block,
         close: () => {
@@ -241,7 +269,10 @@ export const make = (provider = "DeepSeek"): Translator => {
         }
       })
     }
-    calls.clear()
+    calls.length = 0
+    byIndex.clear()
+    byId.clear()
+    latest = undefined
     open.sort((a, b) => a.block - b.block)
     for (const { close } of open) {
       const failure = close()
@@ -276,8 +307,9 @@ export const make = (provider = "DeepSeek"): Translator => {
           }
         }
       }
-      const raw = choice.finish_reason
-      if (raw !== undefined && raw !== null && finish === undefined) {
+      // some proxies write "" rather than null on every chunk before the last
+      const raw = present(choice.finish_reason)
+      if (raw !== undefined && finish === undefined) {
         const failure = closeAll(out)
         if (failure !== undefined) return failure
         finish = finishReason(raw)

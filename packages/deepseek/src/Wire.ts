@@ -104,14 +104,15 @@ const optional = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
- * A fragment of a tool call inside a delta. `index` says which call it continues; the id and
- * name arrive once, the arguments in fragments.
+ * A fragment of a tool call inside a delta. `index` says which call it continues (some servers
+ * leave it out, or give every call the same one); the id and name usually arrive once, the
+ * arguments in fragments.
  *
  * @since 0.1.0
  * @category response
  */
 export const ToolCallDelta = Schema.Struct({
-  index: Count,
+  index: optional(Count),
   id: optional(Schema.String),
   type: optional(Schema.String),
   function: optional(Schema.Struct({

@@ -22,7 +22,8 @@ describe("wire fixtures", () => {
     for (
       const name of [
         "keep-alive", "crlf", "multi-line-data", "split-utf8", "usage-final", "no-done", "reasoning-then-content",
-        "tool-call-late-name", "tool-call-split-name", "parallel-tool-calls", "content-filter", "length", "401", "429", "500", "disconnect",
+        "tool-call-late-name", "tool-call-split-name", "tool-call-index-reused", "tool-call-no-index", "parallel-tool-calls",
+        "finish-reason-empty", "content-filter", "length", "401", "429", "500", "disconnect",
         "stall", "endless"
       ]
     ) expect(Fixture.names()).toContain(name)

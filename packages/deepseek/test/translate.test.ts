@@ -113,6 +113,54 @@ describe("Translate", () => {
     ])
   })
 
+  const calls = (out: ReadonlyArray<StreamChunk.StreamChunk>) => {
+    expect(ChunkContract.check(out)).toStrictEqual([])
+    return Assembler.assemble(out).message.content
+  }
+
+  it("takes a different id at an index as another call; a known id goes back to its call", () => {
+    const { failure, out } = translate([
+      delta({ tool_calls: [{ index: 0, id: "a", function: { name: "f", arguments: "{\"x\"" } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: ":1" } }] }),
+      delta({ tool_calls: [{ index: 0, id: "b", function: { name: "g", arguments: "{" } }] }),
+      delta({ tool_calls: [{ index: 0, id: "a", function: { arguments: "}" } }] }), // interleaved, by id
+      delta({ tool_calls: [{ index: 0, function: { arguments: "}" } }] }), // no id: the index's latest call
+      finish("tool_calls")
+    ])
+    expect(failure).toBeUndefined()
+    expect(calls(out)).toStrictEqual([
+      { type: "tool-call", id: "a", name: "f", arguments: "{\"x\":1}" },
+      { type: "tool-call", id: "b", name: "g", arguments: "{}" }
+    ])
+  })
+
+  it("places fragments without an index: a new id starts a call, anything else continues the latest", () => {
+    const single = translate([
+      delta({ tool_calls: [{ function: { name: "now", arguments: "{" } }] }), // the id comes late
+      delta({ tool_calls: [{ id: "n", function: { arguments: "}" } }] }),
+      finish("tool_calls")
+    ])
+    expect(single.failure).toBeUndefined()
+    expect(calls(single.out)).toStrictEqual([{ type: "tool-call", id: "n", name: "now", arguments: "{}" }])
+    const two = translate([
+      delta({ tool_calls: [{ id: "a", function: { name: "f", arguments: "[" } }, { id: "b", function: { name: "g", arguments: "[" } }] }),
+      delta({ tool_calls: [{ id: "a", function: { arguments: "]" } }] }),
+      delta({ tool_calls: [{ function: { arguments: "]" } }] }),
+      finish("tool_calls")
+    ])
+    expect(two.failure).toBeUndefined()
+    expect(calls(two.out)).toStrictEqual([
+      { type: "tool-call", id: "a", name: "f", arguments: "[]" },
+      { type: "tool-call", id: "b", name: "g", arguments: "[]" }
+    ])
+  })
+
+  it("reads an empty finish_reason as none", () => {
+    const { failure, out } = translate([delta({ content: "a" }, ""), delta({ content: "b" }, ""), finish("stop")])
+    expect(failure).toBeUndefined()
+    expect(Assembler.assemble(out).message.content).toStrictEqual([{ type: "text", text: "ab" }])
+  })
+
   it("closes text before a tool call, and starts a new block when content resumes", () => {
     const { out } = translate([
       delta({ reasoning_content: "r1" }),
