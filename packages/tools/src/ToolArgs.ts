@@ -8,27 +8,35 @@
  * Invalid arguments for tool "bash" (3 problems):
  * - at mode: Expected "read" | "write", got "exec"
  * - at timeoutMs: Expected a value greater than 0, got -5
- * - at command: Missing key
+ * - at command: Missing key, expected a string
  * ```
  *
  * - An empty (or all-whitespace) string means `{}`: providers send it for calls without
  *   arguments.
  * - Text that is not JSON fails with where parsing stopped (line, column) and an excerpt of
  *   that line with a caret under the spot.
+ * - Objects and arrays nested deeper than {@link maxDepth} levels fail with one `too-deep`
+ *   violation naming where the limit was crossed, before any decoding: parsing and decoding
+ *   are total and bounded whatever the model writes.
  * - Decoding collects every issue (`errors: "all"`), each with its path, what was expected and
- *   a bounded preview of what was received. Excess keys are rejected or ignored as the tool
+ *   a bounded preview of what was received; a missing key says what belongs there (the type,
+ *   the literal set, the shape of an object). Excess keys are rejected or ignored as the tool
  *   says; a rejected key names the keys that are allowed and the one probably meant.
+ * - Each violation is also data (`ToolErrors.Violation`): `path`, `kind`, `expected`,
+ *   `actual` (absent when nothing was received) and `message`.
  * - Decoding goes through `Schema.toCodecJson` of the parameters, the same codec the wire
  *   schema describes, so what the model is told and what is accepted agree.
- * - Tools defined from a raw JSON Schema are parsed, not decoded.
+ * - Tools defined from a raw JSON Schema are parsed, not decoded (the depth limit applies).
  *
  * @since 0.1.0
  */
+import { HarnessError } from "@dsh/llm"
 import { Cause, Exit, Option, Result, Schema, SchemaAST, SchemaIssue, SchemaParser } from "effect"
-import { describeAt, excerptAt, isEmptyStruct, locateSyntaxError, positionOf } from "./internal/json.ts"
-import { formatPath, plural, preview, suggest } from "./internal/text.ts"
+import { expectedAt, expectedOf, maxExpectedLength } from "./internal/expected.ts"
+import { beyondDepth, describeAt, excerptAt, isEmptyStruct, locateSyntaxError, positionOf } from "./internal/json.ts"
+import { clip, formatPath, plural, preview, suggest } from "./internal/text.ts"
 import type * as Tool from "./Tool.ts"
-import { ToolArgsError, type Violation } from "./ToolError.ts"
+import { ToolArgsError, type Violation, type ViolationKind } from "./ToolError.ts"
 
 /**
  * Raw arguments in, decoded arguments or a `ToolArgsError` out. It throws only when the
@@ -50,41 +58,79 @@ export type Decoder<A> = (raw: string) => Result.Result<A, ToolArgsError>
 export const maxListedViolations = 25
 
 /**
- * Parses raw arguments as JSON. An empty or all-whitespace string is `{}`.
+ * How deeply objects and arrays may nest in a tool call's arguments (the arguments object
+ * itself is level 1). Deeper arguments are `INVALID_ARGS` with one `too-deep` violation.
+ *
+ * Why a limit: `JSON.parse` is iterative and takes any depth, but what comes after recurses
+ * once per level or more — Effect's decoder (a recursive parameter Schema overflows Node's
+ * default stack at about 1,500 levels of JSON when called from the top of the stack, at fewer
+ * from inside a fiber), `JSON.stringify` (about 5,000 levels), and whatever a raw JSON-Schema tool
+ * does with its input. A model can write 100,000 levels in 200 KB. Why 256: real tool
+ * arguments nest a handful of levels, and 256 leaves the decoder several times the stack it
+ * needs at that depth.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const maxDepth = 256
+
+const depthExpectation = `at most ${maxDepth} levels of nested objects and arrays`
+
+/**
+ * Parses raw arguments as JSON. An empty or all-whitespace string is `{}`. Text that is not
+ * JSON, and JSON nesting deeper than {@link maxDepth}, are `ToolArgsError`s.
  *
  * @since 0.1.0
  * @category decoding
  */
 export const parse = (tool: string, raw: string): Result.Result<Schema.Json, ToolArgsError> => {
   if (raw.trim().length === 0) return Result.succeed({})
+  let value: Schema.Json
   try {
-    return Result.succeed(JSON.parse(raw) as Schema.Json)
+    value = JSON.parse(raw) as Schema.Json
   } catch (error) {
     return Result.fail(syntaxError(tool, raw, error))
   }
+  const deep = beyondDepth(value, maxDepth)
+  if (deep === undefined) return Result.succeed(value)
+  return Result.fail(
+    fromViolations(tool, [
+      violation(deep.path, "too-deep", depthExpectation, `Nested too deeply, expected ${depthExpectation}`, preview(deep.value))
+    ])
+  )
 }
+
+const violation = (
+  path: ReadonlyArray<string | number>,
+  kind: ViolationKind,
+  expected: string,
+  message: string,
+  actual?: string
+): Violation => (actual === undefined ? { path, kind, expected, message } : { path, kind, expected, actual, message })
 
 const syntaxError = (tool: string, raw: string, error: unknown): ToolArgsError => {
   const problem = locateSyntaxError(raw)
   if (problem === undefined) {
     // The engine rejected what the scanner accepts (it should not happen): use its words.
-    const message = `not valid JSON: ${error instanceof Error ? error.message : String(error)}`
+    const message = `not valid JSON: ${HarnessError.describe(error)}`
     return new ToolArgsError({
       tool,
       message: `Invalid arguments for tool "${tool}": the arguments are ${message}`,
-      violations: [{ path: [], message }]
+      violations: [violation([], "json-syntax", "valid JSON", message, preview(raw))]
     })
   }
   const { column, line } = positionOf(raw, problem.offset)
-  const message = `not valid JSON: expected ${problem.expected}, found ${
-    describeAt(raw, problem.offset)
-  } at line ${line}, column ${column}`
+  const found = describeAt(raw, problem.offset)
+  const message = `not valid JSON: expected ${problem.expected}, found ${found} at line ${line}, column ${column}`
   return new ToolArgsError({
     tool,
     message: `Invalid arguments for tool "${tool}": the arguments are ${message}:\n${
       excerptAt(raw, problem.offset, { before: 40, after: 30 })
     }`,
-    violations: [{ path: [], message }],
+    // At the end of the input nothing was found: no `actual`.
+    violations: [
+      violation([], "json-syntax", problem.expected, message, problem.offset < raw.length ? found : undefined)
+    ],
     location: { offset: problem.offset, line, column }
   })
 }
@@ -145,12 +191,19 @@ const noArguments = (tool: string, excessKeys: Tool.ExcessKeys): Decoder<Record<
   if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
   const input = parsed.success
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
-    return Result.fail(fromViolations(tool, [{ path: [], message: `Expected object, got ${preview(input)}` }]))
+    const actual = preview(input)
+    return Result.fail(fromViolations(tool, [violation([], "type", "an object", `Expected object, got ${actual}`, actual)]))
   }
-  const keys = Object.keys(input)
+  const object = input as Schema.JsonObject
+  const keys = Object.keys(object)
   if (keys.length === 0 || excessKeys === "ignore") return Result.succeed({})
   return Result.fail(
-    fromViolations(tool, keys.map((key) => ({ path: [key], message: "Unexpected key (this tool takes no arguments)" })))
+    fromViolations(
+      tool,
+      keys.map((key) =>
+        violation([key], "unexpected-key", "no keys", "Unexpected key (this tool takes no arguments)", preview(object[key]))
+      )
+    )
   )
 }
 
@@ -196,49 +249,103 @@ const standard = SchemaIssue.makeFormatterStandardSchemaV1()
 
 type Path = ReadonlyArray<string | number>
 
+// `parent` is the object or array being decoded where the issue arose: a missing key's issue
+// carries no Schema, its parent's says what belongs there.
 const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
   const out: Array<Violation> = []
-  const walk = (issue: SchemaIssue.Issue, path: Path): void => {
+  const walk = (issue: SchemaIssue.Issue, path: Path, parent: SchemaAST.AST | undefined): void => {
     switch (issue._tag) {
       case "Pointer":
-        return walk(issue.issue, [...path, ...issue.path.map(segment)])
+        return walk(issue.issue, [...path, ...issue.path.map(segment)], parent)
       case "Composite":
-        for (const inner of issue.issues) walk(inner, path)
+        for (const inner of issue.issues) walk(inner, path, issue.ast)
         return
       case "Encoding":
-        return walk(issue.issue, path)
+        return walk(issue.issue, path, parent)
       case "AnyOf":
         if (issue.issues.length > 0) {
-          for (const inner of issue.issues) walk(inner, path)
+          for (const inner of issue.issues) walk(inner, path, parent)
           return
         }
         break
       case "MissingKey":
-        out.push({ path, message: SchemaIssue.defaultLeafHook(issue) })
+        out.push(missingKey(issue, path, parent))
         return
       case "UnexpectedKey":
-        out.push({ path, message: unexpectedKey(issue, path) })
+        out.push(unexpectedKey(issue, path, input))
         return
     }
+    const { expected, kind } = leafFacts(issue)
     for (const found of standard(issue).issues) {
       const at = [...path, ...(found.path ?? []).map((p) => segment(typeof p === "object" ? p.key : p))]
       const received = valueAt(input, at)
-      out.push({ path: at, message: received.found ? `${found.message}, got ${preview(received.value)}` : found.message })
+      if (!received.found) {
+        out.push(violation(at, kind, expected, found.message))
+        continue
+      }
+      const actual = preview(received.value)
+      out.push(violation(at, kind, expected, `${found.message}, got ${actual}`, actual))
     }
   }
-  walk(root, [])
+  walk(root, [], undefined)
   return out
 }
 
 const segment = (key: PropertyKey): string | number => (typeof key === "number" ? key : String(key))
 
-const unexpectedKey = (issue: SchemaIssue.UnexpectedKey, path: Path): string => {
+const missingKey = (issue: SchemaIssue.MissingKey, path: Path, parent: SchemaAST.AST | undefined): Violation => {
+  const key = path.at(-1)
+  const expected = parent === undefined || key === undefined ? undefined : expectedAt(parent, key)
+  // A key's own `messageMissingKey` is what its author chose to say: keep it as it is.
+  const own = issue.annotations?.messageMissingKey
+  const message = typeof own === "string"
+    ? own
+    : expected === undefined
+    ? SchemaIssue.defaultLeafHook(issue)
+    : `Missing key, expected ${expected}`
+  return violation(path, "missing-key", expected ?? "a value", message)
+}
+
+const unexpectedKey = (issue: SchemaIssue.UnexpectedKey, path: Path, input: unknown): Violation => {
   const allowed = SchemaAST.isObjects(issue.ast) ? issue.ast.propertySignatures.map((p) => String(p.name)) : []
-  if (allowed.length === 0) return "Unexpected key (this object takes no keys)"
+  const received = valueAt(input, path)
+  const actual = received.found ? preview(received.value) : undefined
+  if (allowed.length === 0) {
+    return violation(path, "unexpected-key", "no keys", "Unexpected key (this object takes no keys)", actual)
+  }
   const key = path.at(-1)
   const meant = typeof key === "string" ? suggest(key, allowed) : undefined
   const list = `allowed keys: ${allowed.join(", ")}`
-  return meant === undefined ? `Unexpected key (${list})` : `Unexpected key, did you mean "${meant}"? (${list})`
+  const message = meant === undefined ? `Unexpected key (${list})` : `Unexpected key, did you mean "${meant}"? (${list})`
+  return violation(path, "unexpected-key", clip(`one of the keys ${allowed.join(", ")}`, maxExpectedLength), message, actual)
+}
+
+// The kind of a leaf issue and what its Schema wanted: a type's description, a check's own
+// `expected` annotation.
+const leafFacts = (issue: SchemaIssue.Issue): { readonly kind: ViolationKind; readonly expected: string } => {
+  switch (issue._tag) {
+    case "InvalidType":
+    case "AnyOf":
+    case "OneOf":
+      return { kind: "type", expected: expectedOf(issue.ast) }
+    case "Filter":
+      return { kind: "check", expected: checkExpectation(issue.filter) ?? "a value that passes the parameters' check" }
+    case "InvalidValue": {
+      const expected = issue.annotations?.["expected"]
+      return { kind: "check", expected: typeof expected === "string" ? expected : "a valid value" }
+    }
+    default:
+      // Forbidden: a check that needs effects, which parameter Schemas cannot have.
+      return { kind: "check", expected: "a value the parameters accept" }
+  }
+}
+
+const checkExpectation = (check: SchemaAST.Check<any>): string | undefined => {
+  const own = check.annotations?.expected
+  if (typeof own === "string") return own
+  if (check._tag === "Filter") return undefined
+  const members = check.checks.flatMap((member) => checkExpectation(member) ?? [])
+  return members.length === 0 ? undefined : members.join(" and ")
 }
 
 const valueAt = (input: unknown, path: Path): { readonly found: boolean; readonly value?: unknown } => {

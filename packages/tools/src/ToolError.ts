@@ -14,14 +14,49 @@ import { HarnessError } from "@dsh/llm"
 import { Schema } from "effect"
 
 /**
- * One problem with a tool call's arguments: where (a path of object keys and array indices,
- * empty for the arguments as a whole) and what, in words the model can act on.
+ * What kind of problem a violation is, for code that reacts to one without parsing its text:
+ *
+ * - `"json-syntax"`: the arguments are not JSON (the error's `location` says where parsing
+ *   stopped);
+ * - `"too-deep"`: objects and arrays are nested deeper than `ToolArgs.maxDepth`; nothing
+ *   deeper was looked at;
+ * - `"missing-key"`: a required key is absent;
+ * - `"unexpected-key"`: a key the parameters do not declare (the tool rejects excess keys);
+ * - `"type"`: a value of the wrong type, or matching no member of a union or literal set;
+ * - `"check"`: a value of the right type that fails a refinement (a bound, a length, a
+ *   pattern, a custom check).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ViolationKind = Schema.Literals(["json-syntax", "too-deep", "missing-key", "unexpected-key", "type", "check"])
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ViolationKind = typeof ViolationKind.Type
+
+/**
+ * One problem with a tool call's arguments, as data and in words:
+ *
+ * - `path`: where, as object keys and array indices (empty for the arguments as a whole);
+ * - `kind`: what kind of problem ({@link ViolationKind});
+ * - `expected`: a short rendering of what was wanted there, e.g. `a string`,
+ *   `"read" | "write"`, `an object { name: string, value: string }`, `a value greater than 0`
+ *   (bounded: big shapes are cut with `…`);
+ * - `actual`: a bounded preview of what was received there, absent exactly when nothing was
+ *   (a missing key, the end of the input);
+ * - `message`: the problem in words the model can act on, as listed in the error's message.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const Violation = Schema.Struct({
   path: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
+  kind: ViolationKind,
+  expected: Schema.String,
+  actual: Schema.optionalKey(Schema.String),
   message: Schema.String
 })
 
@@ -51,10 +86,16 @@ export const JsonLocation = Schema.Struct({
 export interface JsonLocation extends Schema.Schema.Type<typeof JsonLocation> {}
 
 /**
- * A tool call's arguments are not JSON (`location` says where parsing stopped), or do not
- * decode through the tool's parameter Schema (`violations` lists every problem). The message
- * is written for the model: it lists every violation with its path, what was expected and
- * what was received.
+ * A tool call's arguments are not JSON (`location` says where parsing stopped), are nested
+ * deeper than `ToolArgs.maxDepth`, or do not decode through the tool's parameter Schema.
+ * `violations` lists every problem as data (path, kind, what was expected, what was
+ * received); the message is written for the model and lists the same violations in words:
+ *
+ * ```text
+ * Invalid arguments for tool "deploy" (2 problems):
+ * - at replicas: Missing key, expected a number
+ * - at mode: Expected "read" | "write", got "exec"
+ * ```
  *
  * @since 0.1.0
  * @category errors

@@ -35,8 +35,8 @@ describe("ToolArgs: JSON", () => {
     expect(message("")).toBe(
       [
         `Invalid arguments for tool "bash" (2 problems):`,
-        `- at command: Missing key`,
-        `- at mode: Missing key`
+        `- at command: Missing key, expected a string`,
+        `- at mode: Missing key, expected "read" | "write"`
       ].join("\n")
     )
   })
@@ -52,7 +52,13 @@ describe("ToolArgs: JSON", () => {
     )
     expect(e.location).toStrictEqual({ offset: 0, line: 1, column: 1 })
     expect(e.violations).toStrictEqual([
-      { path: [], message: "not valid JSON: expected a JSON value, found 'l' at line 1, column 1" }
+      {
+        path: [],
+        kind: "json-syntax",
+        expected: "a JSON value",
+        actual: "'l'",
+        message: "not valid JSON: expected a JSON value, found 'l' at line 1, column 1"
+      }
     ])
   })
 
@@ -185,13 +191,13 @@ describe("ToolArgs: decoding", () => {
         `Invalid arguments for tool "bash" (10 problems):`,
         `- at dry_run: Unexpected key, did you mean "dryRun"? (allowed keys: command, mode, timeoutMs, dryRun, env)`,
         `- at extra: Unexpected key (allowed keys: command, mode, timeoutMs, dryRun, env)`,
-        `- at command: Missing key`,
+        `- at command: Missing key, expected a string`,
         `- at mode: Expected "read" | "write", got "exec"`,
         `- at timeoutMs: Expected an integer, got -1.5`,
         `- at timeoutMs: Expected a value greater than 0, got -1.5`,
         `- at dryRun: Expected boolean, got "yes"`,
         `- at env[1].value: Expected string, got 2`,
-        `- at env[2].name: Missing key`,
+        `- at env[2].name: Missing key, expected a string`,
         `- at env[3]: Expected object, got "C=4"`
       ].join("\n")
     )
@@ -349,5 +355,254 @@ describe("ToolArgs: raw JSON Schema tools", () => {
         `      ^`
       ].join("\n")
     )
+  })
+})
+
+describe("ToolArgs: what was expected where a key is missing", () => {
+  const deploy = Tool.make("bash", {
+    description: "x",
+    parameters: Schema.Struct({
+      replicas: Schema.Finite,
+      mode: Schema.Literals(["read", "write"]),
+      target: Schema.Struct({ name: Schema.String, region: Schema.optionalKey(Schema.String) }),
+      tags: Schema.Array(Schema.String),
+      pair: Schema.Tuple([Schema.String, Schema.Int]),
+      labels: Schema.Record(Schema.String, Schema.String),
+      note: Schema.NullOr(Schema.String),
+      when: Schema.Date,
+      env: Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.Union([Schema.String, Schema.Boolean]) })),
+      cwd: Schema.optional(Schema.String)
+    }),
+    execute: () => Effect.succeed("")
+  })
+
+  it("names the type, the members of a literal set, the shape of an object", () => {
+    expect(error(ToolArgs.decoder(deploy), `{"env": [{}]}`).message).toBe(
+      [
+        `Invalid arguments for tool "bash" (10 problems):`,
+        `- at replicas: Missing key, expected a number`,
+        `- at mode: Missing key, expected "read" | "write"`,
+        `- at target: Missing key, expected an object { name: string, region?: string }`,
+        `- at tags: Missing key, expected an array of string`,
+        `- at pair: Missing key, expected an array [string, number]`,
+        `- at labels: Missing key, expected an object { [key: string]: string }`,
+        `- at note: Missing key, expected a string | null`,
+        `- at when: Missing key, expected a string`,
+        `- at env[0].name: Missing key, expected a string`,
+        `- at env[0].value: Missing key, expected a string | a boolean`
+      ].join("\n")
+    )
+  })
+
+  it("keeps a big shape short", () => {
+    const wide = Tool.make("bash", {
+      description: "x",
+      parameters: Schema.Struct({
+        spec: Schema.Struct(
+          Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`field_${i}`, Schema.Struct({ inner: Schema.Struct({ deep: Schema.String }) })]))
+        )
+      }),
+      execute: () => Effect.succeed("")
+    })
+    const [violation] = error(ToolArgs.decoder(wide), `{}`).violations
+    expect(violation?.expected).toMatch(/^an object \{ field_0: \{ inner: \{…\} \}, field_1: /)
+    expect(violation?.expected.length).toBeLessThanOrEqual(160)
+  })
+
+  it("a recursive shape is cut, not followed forever", () => {
+    interface Tree {
+      readonly label: string
+      readonly children: ReadonlyArray<Tree>
+    }
+    const Tree: Schema.Codec<Tree> = Schema.Struct({
+      label: Schema.String,
+      children: Schema.Array(Schema.suspend(() => Tree))
+    })
+    const tree = Tool.make("bash", { description: "x", parameters: Schema.Struct({ root: Tree }), execute: () => Effect.succeed("") })
+    expect(error(ToolArgs.decoder(tree), `{}`).message).toBe(
+      `Invalid arguments for tool "bash" (1 problem):\n- at root: Missing key, expected an object { label: string, children: { label: string, children: {…}[] }[] }`
+    )
+  })
+
+  it("a key's own message is kept as it is", () => {
+    const custom = Tool.make("bash", {
+      description: "x",
+      parameters: Schema.Struct({
+        path: Schema.String.annotateKey({ messageMissingKey: "Say which file, as an absolute path" })
+      }),
+      execute: () => Effect.succeed("")
+    })
+    expect(error(ToolArgs.decoder(custom), `{}`).message).toBe(
+      `Invalid arguments for tool "bash" (1 problem):\n- at path: Say which file, as an absolute path`
+    )
+  })
+})
+
+describe("ToolArgs: structured violations", () => {
+  it("every violation carries its kind, what was expected and what was received", () => {
+    const e = error(
+      decodeBash,
+      JSON.stringify({
+        mode: "exec",
+        timeoutMs: -1.5,
+        dryRun: "yes",
+        env: [{ name: "A", value: "1" }, { name: "B", value: 2 }, { value: "3" }, "C=4"],
+        dry_run: true,
+        extra: { nested: true }
+      })
+    )
+    const allowed = "one of the keys command, mode, timeoutMs, dryRun, env"
+    expect(e.violations.map(({ message: _, ...rest }) => rest)).toStrictEqual([
+      { path: ["dry_run"], kind: "unexpected-key", expected: allowed, actual: "true" },
+      { path: ["extra"], kind: "unexpected-key", expected: allowed, actual: `{"nested":true}` },
+      { path: ["command"], kind: "missing-key", expected: "a string" },
+      { path: ["mode"], kind: "type", expected: `"read" | "write"`, actual: `"exec"` },
+      { path: ["timeoutMs"], kind: "check", expected: "an integer", actual: "-1.5" },
+      { path: ["timeoutMs"], kind: "check", expected: "a value greater than 0", actual: "-1.5" },
+      { path: ["dryRun"], kind: "type", expected: "a boolean", actual: `"yes"` },
+      { path: ["env", 1, "value"], kind: "type", expected: "a string", actual: "2" },
+      { path: ["env", 2, "name"], kind: "missing-key", expected: "a string" },
+      { path: ["env", 3], kind: "type", expected: "an object { name: string, value: string }", actual: `"C=4"` }
+    ])
+    // `actual` is absent, not undefined, where nothing was received
+    expect(Object.hasOwn(e.violations[2]!, "actual")).toBe(false)
+  })
+
+  it("JSON syntax errors: what would have been valid and what was found, if anything", () => {
+    expect(error(decodeBash, "ls -la").violations).toStrictEqual([
+      {
+        path: [],
+        kind: "json-syntax",
+        expected: "a JSON value",
+        actual: "'l'",
+        message: "not valid JSON: expected a JSON value, found 'l' at line 1, column 1"
+      }
+    ])
+    expect(error(decodeBash, `{"command": "ls",`).violations).toStrictEqual([
+      {
+        path: [],
+        kind: "json-syntax",
+        expected: "a property name in double quotes",
+        message: "not valid JSON: expected a property name in double quotes, found the end of the input at line 1, column 18"
+      }
+    ])
+  })
+
+  it("a tool without parameters", () => {
+    const none = ToolArgs.decoder(
+      Tool.make("bash", { description: "x", parameters: Schema.Struct({}), execute: () => Effect.succeed("") })
+    )
+    expect(error(none, `[]`).violations).toStrictEqual([
+      { path: [], kind: "type", expected: "an object", actual: "[]", message: "Expected object, got []" }
+    ])
+    expect(error(none, `{"a": 1}`).violations).toStrictEqual([
+      {
+        path: ["a"],
+        kind: "unexpected-key",
+        expected: "no keys",
+        actual: "1",
+        message: "Unexpected key (this tool takes no arguments)"
+      }
+    ])
+  })
+
+  it("the Violation schema accepts every violation the decoder builds", () => {
+    const e = error(decodeBash, JSON.stringify({ mode: "exec", extra: 1 }))
+    for (const v of e.violations) expect(Schema.is(ToolErrors.Violation)(v)).toBe(true)
+    expect(ToolErrors.ViolationKind.literals).toStrictEqual(["json-syntax", "too-deep", "missing-key", "unexpected-key", "type", "check"])
+  })
+
+  it("a hostile key is cut in the message, and its suggestion costs nothing", () => {
+    const key = "x".repeat(1_000_000)
+    const started = Date.now()
+    const e = error(decodeBash, JSON.stringify({ command: "ls", mode: "read", [key]: 1 }))
+    expect(Date.now() - started).toBeLessThan(500)
+    expect(e.message.length).toBeLessThan(400)
+    expect(e.message).toBe(
+      [
+        `Invalid arguments for tool "bash" (1 problem):`,
+        `- at ["${"x".repeat(40)}…"]: Unexpected key (allowed keys: command, mode, timeoutMs, dryRun, env)`
+      ].join("\n")
+    )
+    // the structured path keeps the key whole
+    expect(e.violations[0]?.path).toStrictEqual([key])
+  })
+})
+
+describe("ToolArgs: nesting depth", () => {
+  const nested = (open: string, close: string, levels: number, inner = "") => open.repeat(levels) + inner + close.repeat(levels)
+  const store = Tool.make("bash", {
+    description: "x",
+    parameters: Schema.Struct({ data: Schema.Json }),
+    execute: () => Effect.succeed("")
+  })
+  const decodeStore = ToolArgs.decoder(store)
+  const raw = ToolArgs.decoder(
+    Tool.fromJsonSchema("bash", { description: "x", parameters: { type: "object" }, execute: () => Effect.succeed("") })
+  )
+
+  it("JSON.parse itself takes 100,000 levels (V8's parser is iterative)", () => {
+    expect(() => JSON.parse(nested("[", "]", 100_000))).not.toThrow()
+    expect(() => JSON.parse(nested(`{"a":`, "}", 100_000, "1"))).not.toThrow()
+  })
+
+  it("256 levels decode; one more is a single too-deep violation naming where", () => {
+    expect(ToolArgs.maxDepth).toBe(256)
+    // the arguments object is level 1, `data` level 2, …
+    const fits = `{"data": ${nested("[", "]", ToolArgs.maxDepth - 1)}}`
+    expect(ok(decodeStore, fits)).toStrictEqual(JSON.parse(fits))
+    expect(Result.isSuccess(raw(fits))).toBe(true)
+
+    const deeper = `{"data": ${nested("[", "]", ToolArgs.maxDepth)}}`
+    for (const decode of [decodeStore, raw]) {
+      const e = error(decode, deeper)
+      expect(e.violations).toStrictEqual([
+        {
+          path: ["data", ...Array.from({ length: ToolArgs.maxDepth - 1 }, () => 0)],
+          kind: "too-deep",
+          expected: "at most 256 levels of nested objects and arrays",
+          actual: "[]",
+          message: "Nested too deeply, expected at most 256 levels of nested objects and arrays"
+        }
+      ])
+      expect(e.message).toBe(
+        [
+          `Invalid arguments for tool "bash" (1 problem):`,
+          `- at data${"[0]".repeat(18)}…${"[0]".repeat(20)}: Nested too deeply, expected at most 256 levels of nested objects and arrays`
+        ].join("\n")
+      )
+    }
+  })
+
+  it("100,000 levels of [ or {\"a\": are INVALID_ARGS, not a stack overflow", () => {
+    for (const decode of [decodeBash, decodeStore, raw]) {
+      const arrays = error(decode, nested("[", "]", 100_000))
+      expect(arrays.violations.map((v) => [v.kind, v.path.length])).toStrictEqual([["too-deep", 256]])
+      const objects = error(decode, nested(`{"a":`, "}", 100_000, "1"))
+      expect(objects.violations.map((v) => [v.kind, v.path.length])).toStrictEqual([["too-deep", 256]])
+      expect(objects.message).toBe(
+        [
+          `Invalid arguments for tool "bash" (1 problem):`,
+          `- at a${".a".repeat(29)}…${".a".repeat(30)}: Nested too deeply, expected at most 256 levels of nested objects and arrays`
+        ].join("\n")
+      )
+      expect(objects.violations[0]?.actual).toMatch(/^\{"a":\{"a":/)
+    }
+  })
+
+  it("a recursive parameter Schema decodes at the limit without overflowing", () => {
+    interface Tree {
+      readonly children: ReadonlyArray<Tree>
+    }
+    const Tree: Schema.Codec<Tree> = Schema.Struct({ children: Schema.Array(Schema.suspend(() => Tree)) })
+    const decode = ToolArgs.decoder(
+      Tool.make("bash", { description: "x", parameters: Schema.Struct({ root: Tree }), execute: () => Effect.succeed("") })
+    )
+    // Each level of the tree is an object and an array: with the arguments object, 127 levels
+    // are 255 levels of JSON, 128 are 257.
+    let tree = `{"children": []}`
+    for (let i = 1; i < 127; i++) tree = `{"children": [${tree}]}`
+    expect(Result.isSuccess(decode(`{"root": ${tree}}`))).toBe(true)
+    expect(error(decode, `{"root": {"children": [${tree}]}}`).violations[0]?.kind).toBe("too-deep")
   })
 })

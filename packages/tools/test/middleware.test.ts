@@ -80,7 +80,7 @@ describe("execution middleware", () => {
       expect(ToolResult.textOf(yield* registry.execute(call("bash", { command: "rm x", mode: "write" })))).toBe("write: rm x")
       // an empty string is {} to the middleware too
       expect(ToolResult.textOf(yield* registry.execute(call("bash", "")))).toBe(
-        `Invalid arguments for tool "bash" (1 problem):\n- at command: Missing key`
+        `Invalid arguments for tool "bash" (1 problem):\n- at command: Missing key, expected a string`
       )
       expect(ToolResult.textOf(yield* registry.execute(call("bash", "cat x")))).toBe(
         [

@@ -264,6 +264,52 @@ export const excerptAt = (text: string, offset: number, options: { before: numbe
   return `${prefix}${line.slice(start, end)}${suffix}\n${" ".repeat(prefix.length + column - start)}^`
 }
 
+interface Frame {
+  readonly value: object
+  readonly level: number
+  readonly parent: Frame | undefined
+  readonly key: string | number
+}
+
+const pathOf = (frame: Frame): Array<string | number> => {
+  const path: Array<string | number> = []
+  for (let at: Frame | undefined = frame; at?.parent !== undefined; at = at.parent) path.push(at.key)
+  return path.reverse()
+}
+
+/**
+ * Where a parsed JSON value first nests objects and arrays deeper than `max` levels (the
+ * value itself is level 1): the path to the first container beyond the limit, in document
+ * order, with the container found there; `undefined` when the value stays within the limit.
+ * It walks with a stack of its own, so no depth of input can overflow the call stack, and it
+ * looks no deeper than the limit.
+ *
+ * @internal
+ */
+export const beyondDepth = (
+  value: unknown,
+  max: number
+): { readonly path: ReadonlyArray<string | number>; readonly value: object } | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const stack: Array<Frame> = [{ value, level: 1, parent: undefined, key: "" }]
+  while (stack.length > 0) {
+    const frame = stack.pop()!
+    if (frame.level > max) return { path: pathOf(frame), value: frame.value }
+    const push = (child: unknown, key: string | number) => {
+      if (typeof child === "object" && child !== null) stack.push({ value: child, level: frame.level + 1, parent: frame, key })
+    }
+    // Pushed last to first, so the first child is looked at first.
+    if (Array.isArray(frame.value)) {
+      for (let i = frame.value.length - 1; i >= 0; i--) push(frame.value[i], i)
+    } else {
+      const keys = Object.keys(frame.value)
+      const object = frame.value as Record<string, unknown>
+      for (let i = keys.length - 1; i >= 0; i--) push(object[keys[i]!], keys[i]!)
+    }
+  }
+  return undefined
+}
+
 /**
  * Whether a parameter Schema is a struct without fields. Effect reads `Schema.Struct({})` as
  * TypeScript's `{}` (any value but null and undefined) and describes it as

@@ -1,9 +1,12 @@
 /**
  * Model-facing wording shared by the modules: bounded previews of values, descriptions of
- * defects, "did you mean" suggestions and argument paths.
+ * defects, "did you mean" suggestions and argument paths. Everything here is total and
+ * bounded: it describes what a model wrote or a tool failed with, either of which may be
+ * hostile (megabyte keys, values nested past the stack, cycles, codes outside the catalog).
  *
  * @internal
  */
+import { ErrorCode, HarnessError } from "@dsh/llm"
 
 const previewLimit = 60
 
@@ -20,14 +23,18 @@ export const preview = (value: unknown): string => {
     const cut = JSON.stringify(cutCodePoints(value, previewLimit))
     return `${cut.slice(0, -1)}…" (${value.length} characters)`
   }
-  let json: string | undefined
-  try {
-    json = JSON.stringify(value)
-  } catch {
-    json = undefined
-  }
-  if (json === undefined) return String(value)
+  const json = stringified(value)
+  // Not JSON (nested past JSON.stringify's stack, a cycle, a bigint): the bounded rendering.
+  if (json === undefined) return truncate(HarnessError.describe(value), previewLimit)
   return json.length <= previewLimit ? json : `${cutCodePoints(json, previewLimit)}… (${json.length} characters of JSON)`
+}
+
+const stringified = (value: unknown): string | undefined => {
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return undefined
+  }
 }
 
 // Never split a surrogate pair: a lone surrogate is not valid UTF-8 on the wire.
@@ -38,25 +45,48 @@ const cutCodePoints = (text: string, max: number): string => {
   return text.slice(0, end)
 }
 
-const defectLimit = 2000
-
 /**
- * A defect in words, without its stack: `TypeError: x is not a function`, the text of a
- * thrown string, or a preview of anything else.
+ * A defect or failure in words, without its stack (`HarnessError.describe`: an `Error`'s
+ * message, a thrown string, a plain object's `message`, a bounded rendering of anything
+ * else). A value shaped like a harness error whose code is not in the catalog says so, so the
+ * code it claimed is not lost when its result is given a catalog code instead.
  *
  * @internal
  */
 export const describeDefect = (defect: unknown): string => {
-  let text: string
-  if (defect instanceof Error) {
-    const message = defect.message.length > 0 ? defect.message : "(no message)"
-    text = defect.name === "Error" || defect.name === "" ? message : `${defect.name}: ${message}`
-  } else if (typeof defect === "string") {
-    text = defect
-  } else {
-    text = preview(defect)
+  const text = HarnessError.describe(defect)
+  const code = foreignCode(defect)
+  return code === undefined ? text : `${text} (code ${truncate(code, previewLimit)} is not a dsh error code)`
+}
+
+/**
+ * The code of a value shaped like a harness error whose code is not in the catalog: such a
+ * value must not pass for a harness error, or its code would reach code that matches on the
+ * catalog's codes.
+ *
+ * @internal
+ */
+export const foreignCode = (u: unknown): string | undefined => {
+  try {
+    return HarnessError.isHarnessError(u) && !ErrorCode.isErrorCode(u.code) ? u.code : undefined
+  } catch {
+    // a Proxy whose traps throw
+    return undefined
   }
-  return text.length <= defectLimit ? text : `${cutCodePoints(text, defectLimit)}… (${text.length} characters)`
+}
+
+/**
+ * Whether a value is a harness error whose code is in the catalog: one a tool result may
+ * carry as it is.
+ *
+ * @internal
+ */
+export const isCatalogError = (u: unknown): u is HarnessError.HarnessError => {
+  try {
+    return HarnessError.isHarnessError(u) && ErrorCode.isErrorCode(u.code)
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -66,6 +96,14 @@ export const describeDefect = (defect: unknown): string => {
  */
 export const truncate = (text: string, max: number): string =>
   text.length <= max ? text : `${cutCodePoints(text, max)}… (${text.length} characters)`
+
+/**
+ * Cuts a text to at most `max` characters, the last of them `…`.
+ *
+ * @internal
+ */
+export const clip = (text: string, max: number): string =>
+  text.length <= max ? text : `${cutCodePoints(text, max - 1)}…`
 
 // Keys and names that differ only by case or by `_`/`-` separators (`dry_run`, `dryRun`,
 // `DRY-RUN`) are the same word to a model.
@@ -94,40 +132,61 @@ const distance = (a: string, b: string): number => {
 /**
  * The candidate a misspelt name most likely meant, if one is close enough: equal after
  * normalizing case and separators, or within an edit distance of a third of its length.
+ * Candidates whose length alone puts them out of reach are skipped, so a megabyte-long key
+ * costs a length comparison, not a megabyte-sized table.
  *
  * @internal
  */
 export const suggest = (name: string, candidates: ReadonlyArray<string>): string | undefined => {
   const wanted = normalize(name)
+  const allowed = Math.max(1, Math.floor(wanted.length / 3))
   let best: string | undefined
   let bestDistance = Infinity
   for (const candidate of candidates) {
     if (candidate === name) continue
-    const d = distance(wanted, normalize(candidate))
+    const normalized = normalize(candidate)
+    // The edit distance is at least the difference in length.
+    if (Math.abs(normalized.length - wanted.length) > allowed) continue
+    const d = distance(wanted, normalized)
     if (d < bestDistance) {
       best = candidate
       bestDistance = d
     }
   }
-  const allowed = Math.max(1, Math.floor(wanted.length / 3))
   return bestDistance <= allowed ? best : undefined
 }
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
+const maxKeyLength = 40
+const maxPathLength = 120
+
+const formatSegment = (segment: string | number, first: boolean): string => {
+  if (typeof segment === "number") return `[${segment}]`
+  if (segment.length > maxKeyLength) return `[${JSON.stringify(`${cutCodePoints(segment, maxKeyLength)}…`)}]`
+  if (identifier.test(segment)) return first ? segment : `.${segment}`
+  return `[${JSON.stringify(segment)}]`
+}
+
 /**
- * A path as a model would write it: `env[1].value`, `["odd key"]`.
+ * A path as a model would write it: `env[1].value`, `["odd key"]`. Bounded: a key longer
+ * than 40 characters is cut, and a path longer than 120 characters keeps its start and its
+ * end around a `…` (a path 256 levels deep, a model that invents megabyte keys).
  *
  * @internal
  */
 export const formatPath = (path: ReadonlyArray<string | number>): string => {
-  let out = ""
-  for (const segment of path) {
-    if (typeof segment === "number") out += `[${segment}]`
-    else if (identifier.test(segment)) out += out.length === 0 ? segment : `.${segment}`
-    else out += `[${JSON.stringify(segment)}]`
-  }
-  return out
+  const segments = path.map((segment, i) => formatSegment(segment, i === 0))
+  const whole = segments.join("")
+  if (whole.length <= maxPathLength) return whole
+  const half = maxPathLength / 2
+  let head = ""
+  let i = 0
+  while (i < segments.length && head.length + segments[i]!.length <= half) head += segments[i++]
+  let tail = ""
+  let j = segments.length
+  while (j > i && tail.length + segments[j - 1]!.length <= half) tail = segments[--j] + tail
+  return `${head}…${tail}`
 }
 
 /**
