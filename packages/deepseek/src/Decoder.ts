@@ -17,17 +17,22 @@
  *
  * The stream ends at `data: [DONE]`, without waiting for the server to close the connection.
  * An error the server reports in the stream (an `event: error`, or an `{"error": …}` payload)
- * fails with `LlmServerError`. Everything else that goes wrong is an `LlmProtocolError`: `data`
+ * fails with the `LlmError` its code means (`Failure.fromStreamError`; `LlmServerError` unless
+ * the code says otherwise). Everything else that goes wrong is an `LlmProtocolError`: `data`
  * that is not JSON or not a chunk, invalid UTF-8, an event over the size limit, the bytes
  * ending without `[DONE]` (the message says how far the response got), and what the
  * translator refuses.
  *
+ * Decoding is total: no input makes it throw or die, whatever its nesting, size or encoding
+ * (nothing recurses over a decoded value, every quoted piece of the response is cut short),
+ * and should some step throw anyway, the response fails with `LlmProtocolError`.
+ *
  * @since 0.1.0
  */
-import { LlmError, type StreamChunk } from "@dsh/llm"
-import { Array as Arr, Cause, Effect, Pull, Schema, Stream } from "effect"
+import { HarnessError, LlmError, type StreamChunk } from "@dsh/llm"
+import { Array as Arr, Cause, Effect, Predicate, Pull, Schema, Stream } from "effect"
 import { Sse } from "effect/encoding"
-import { excerpt } from "./Failure.ts"
+import { excerpt, fromStreamError } from "./Failure.ts"
 import * as Translate from "./Translate.ts"
 import * as Wire from "./Wire.ts"
 
@@ -47,9 +52,18 @@ export interface Decoder {
 }
 
 const decodeChunk = Schema.decodeUnknownResult(Wire.ChatChunk)
-const decodeErrorEvent = Schema.decodeUnknownOption(
-  Schema.fromJsonString(Schema.Union([Wire.ErrorBody, Schema.Struct({ message: Schema.String })]))
-)
+
+// What an `event: error` reports: the `error` of `{"error": …}`, any other JSON as it is, else
+// the text itself.
+const reported = (data: string): unknown => {
+  let json: unknown
+  try {
+    json = JSON.parse(data)
+  } catch {
+    return data
+  }
+  return Predicate.isObject(json) && json["error"] !== undefined && json["error"] !== null ? json["error"] : json
+}
 
 /** How much of the body an "ended without [DONE]" error quotes when no event was parsed. */
 const headLength = 200
@@ -88,22 +102,13 @@ export const make = (options: Options = {}): Decoder => {
 
   const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
 
-  // `event: error`: the server's words, from `{"error": {"message"}}`, `{"message"}` or the raw data
-  const errorEvent = (data: string): LlmError.LlmError => {
-    const decoded = decodeErrorEvent(data)
-    const message = decoded._tag === "Some"
-      ? ("error" in decoded.value ? decoded.value.error.message : decoded.value.message)
-      : data
-    return new LlmError.LlmServerError({ message: `${provider} reported an error in the stream: ${excerpt(message)}` })
-  }
-
   const event = (ev: Sse.Event, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     seen++
     if (ev.data === "[DONE]") {
       finished = true
       return translator.done(out)
     }
-    if (ev.event === "error") return errorEvent(ev.data)
+    if (ev.event === "error") return fromStreamError(provider, reported(ev.data))
     let json: unknown
     try {
       json = JSON.parse(ev.data)
@@ -112,13 +117,13 @@ export const make = (options: Options = {}): Decoder => {
     }
     const decoded = decodeChunk(json)
     if (decoded._tag === "Failure") {
-      return protocol(`an event is not a chat completion chunk (${decoded.failure.message.replaceAll(/\s*\n\s*/g, " ")}): ${JSON.stringify(excerpt(ev.data, 120))}`)
+      const why = excerpt(decoded.failure.message.replaceAll(/\s*\n\s*/g, " "), 300)
+      return protocol(`an event is not a chat completion chunk (${why}): ${JSON.stringify(excerpt(ev.data, 120))}`)
     }
     return translator.chunk(decoded.success, out)
   }
 
-  const feed = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
-    if (finished) return undefined
+  const feedUnsafe = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     let chunk: string
     try {
       chunk = text.decode(bytes, { stream: true })
@@ -140,8 +145,7 @@ export const make = (options: Options = {}): Decoder => {
     return undefined
   }
 
-  const end = (): LlmError.LlmError | undefined => {
-    if (finished) return undefined
+  const endUnsafe = (): LlmError.LlmError | undefined => {
     try {
       text.decode()
     } catch {
@@ -161,7 +165,26 @@ export const make = (options: Options = {}): Decoder => {
     )
   }
 
-  return { feed, end, done: () => finished }
+  // The server's bytes must never become a defect of the stream: should anything below throw
+  // on an input nobody foresaw, the response fails as a protocol error, and the decoder stays
+  // failed (its state is no longer trustworthy).
+  let broken: LlmError.LlmError | undefined
+  const guarded = (step: () => LlmError.LlmError | undefined): LlmError.LlmError | undefined => {
+    if (broken !== undefined) return broken
+    if (finished) return undefined
+    try {
+      return step()
+    } catch (thrown) {
+      broken = protocol(`decoding the response failed: ${HarnessError.describe(thrown)}`)
+      return broken
+    }
+  }
+
+  return {
+    feed: (bytes, out) => guarded(() => feedUnsafe(bytes, out)),
+    end: () => guarded(endUnsafe),
+    done: () => finished
+  }
 }
 
 /**

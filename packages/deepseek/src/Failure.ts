@@ -15,10 +15,13 @@
  * | 5xx | `LlmServerError` | yes |
  * | anything else that is not 2xx | `LlmProtocolError` | no |
  *
+ * An error the server reports inside a stream ({@link fromStreamError}) becomes the error its
+ * own code means, read from the same table when the code is an HTTP status.
+ *
  * @since 0.1.0
  */
-import { LlmError } from "@dsh/llm"
-import { Redacted, Schema } from "effect"
+import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
+import { Predicate, Redacted, Schema } from "effect"
 import * as Wire from "./Wire.ts"
 
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.fromJsonString(Wire.ErrorBody))
@@ -181,4 +184,122 @@ export const describe = (error: unknown): string => {
     }
   }
   return parts.length === 0 ? "unknown error" : parts.join(": ")
+}
+
+/**
+ * The codes of the failures a model call has (`LlmError`'s).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type LlmCode = LlmError.LlmError["code"]
+
+const llmCodes: ReadonlySet<string> = new Set<LlmCode>([
+  "LLM_AUTH",
+  "LLM_RATE_LIMIT",
+  "LLM_INVALID_REQUEST",
+  "LLM_SERVER",
+  "LLM_PROTOCOL",
+  "LLM_TRANSPORT"
+])
+
+// The same reading of a status as `fromStatus`.
+const statusCode = (status: number): LlmCode => {
+  if (status === 401 || status === 402 || status === 403) return "LLM_AUTH"
+  if (status === 429) return "LLM_RATE_LIMIT"
+  if (status === 408) return "LLM_TRANSPORT"
+  if (status >= 400 && status <= 499) return "LLM_INVALID_REQUEST"
+  return "LLM_SERVER"
+}
+
+// What providers' error codes and types say, tried in order: "rate_limit_exceeded" with type
+// "invalid_request_error" is a rate limit, "insufficient_quota" (an account that cannot pay,
+// like HTTP 402) is not retried, "invalid_api_key" is an auth failure before it is invalid.
+const words: ReadonlyArray<readonly [RegExp, LlmCode]> = [
+  [/rate.?limit|throttl|too.?many.?requests|resource.?exhausted/, "LLM_RATE_LIMIT"],
+  [/quota|balance|billing|payment/, "LLM_AUTH"],
+  [/auth|api.?key|permission|forbidden|unauthori[sz]ed/, "LLM_AUTH"],
+  [/invalid|not.?found|context.?length|bad.?request|unsupported/, "LLM_INVALID_REQUEST"]
+]
+
+const asStatus = (value: unknown): number | undefined => {
+  const n = typeof value === "number" ? value : typeof value === "string" && /^\d{3}$/.test(value) ? Number(value) : NaN
+  return Number.isInteger(n) && n >= 100 && n <= 599 ? n : undefined
+}
+
+/**
+ * The catalog code an error reported inside a stream means, from the provider's own `code`,
+ * `type` and `status` fields: a catalog code of a model call kept as it is (a proxy relaying
+ * dsh's own codes), an HTTP status read as {@link fromStatus} reads it, else the words of the
+ * code and type (`rate_limit_exceeded` → `LLM_RATE_LIMIT`, `invalid_api_key` → `LLM_AUTH`,
+ * `context_length_exceeded` → `LLM_INVALID_REQUEST`); anything else (`upstream_overloaded`,
+ * `server_error`, no code at all) is the server failing, `LLM_SERVER`.
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const streamErrorCode = (fields: {
+  readonly code?: unknown
+  readonly type?: unknown
+  readonly status?: unknown
+}): LlmCode => {
+  const { code, status, type } = fields
+  if (ErrorCode.isErrorCode(code) && llmCodes.has(code)) return code as LlmCode
+  const http = asStatus(code) ?? asStatus(status)
+  if (http !== undefined) return statusCode(http)
+  const said = [code, type, status].filter(Predicate.isString).join(" ").toLowerCase()
+  for (const [pattern, mapped] of words) if (pattern.test(said)) return mapped
+  return "LLM_SERVER"
+}
+
+// A field of a value that may be anything at all (a getter that throws reads as absent).
+const field = (value: unknown, key: string): unknown => {
+  try {
+    return Predicate.isObject(value) && Object.hasOwn(value, key) ? value[key] : undefined
+  } catch {
+    return undefined
+  }
+}
+
+// The provider's own words for the error's kind, quoted in the message: `code x, type y`.
+const labels = (fields: Readonly<Record<"code" | "type", unknown>>): string => {
+  const parts: Array<string> = []
+  for (const key of ["code", "type"] as const) {
+    const value = fields[key]
+    if ((Predicate.isString(value) && value !== "") || Predicate.isNumber(value)) parts.push(`${key} ${excerpt(String(value), 100)}`)
+  }
+  return parts.length === 0 ? "" : ` (${parts.join(", ")})`
+}
+
+const withStatus = (message: string, status: number | undefined) => status === undefined ? { message } : { message, status }
+
+/**
+ * The typed failure of an error the server reported inside a stream (an `{"error": …}` payload
+ * or an `event: error`). The error may be anything — an object with `message`, `code`, `type`,
+ * a bare string, a value nested arbitrarily deep — and is read totally: its code decides the
+ * class ({@link streamErrorCode}), the message quotes the provider's code and type and its
+ * words, bounded.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromStreamError = (provider: string, error: unknown): LlmError.LlmError => {
+  const fields = { code: field(error, "code"), type: field(error, "type"), status: field(error, "status") }
+  const code = streamErrorCode(fields)
+  const status = asStatus(fields.code) ?? asStatus(fields.status)
+  const message = `${provider} reported an error in the stream${labels(fields)}: ${excerpt(HarnessError.describe(error))}`
+  switch (code) {
+    case "LLM_AUTH":
+      return new LlmError.LlmAuthError(withStatus(message, status))
+    case "LLM_RATE_LIMIT":
+      return new LlmError.LlmRateLimitError({ message })
+    case "LLM_INVALID_REQUEST":
+      return new LlmError.LlmInvalidRequestError(withStatus(message, status))
+    case "LLM_PROTOCOL":
+      return new LlmError.LlmProtocolError({ message })
+    case "LLM_TRANSPORT":
+      return new LlmError.LlmTransportError({ message })
+    case "LLM_SERVER":
+      return new LlmError.LlmServerError(withStatus(message, status))
+  }
 }

@@ -23,19 +23,21 @@
  *   (`prompt_cache_hit_tokens`, or `prompt_tokens_details.cached_tokens`), `outputTokens` =
  *   `completion_tokens`, `reasoningTokens` from `completion_tokens_details`.
  * - Finish reasons: `stop`, `tool_calls` → `tool-calls`, `length`, `content_filter` →
- *   `content-filter`; any other (DeepSeek's `insufficient_system_resource`) → `other`, named by
- *   the provider's word. `raw` keeps the provider's word in every case.
+ *   `content-filter`, `error` → `error` with the catalog code `LLM_SERVER`; any other
+ *   (DeepSeek's `insufficient_system_resource`) → `other`, named by the provider's word (cut
+ *   to 100 characters). `raw` keeps the provider's word in every case.
  * - Only choice 0 is read (the adapter never asks for more).
  *
  * What breaks the protocol fails with `LlmProtocolError`: a delta after `finish_reason`,
  * `[DONE]` without a `finish_reason`, a tool call without an id or a name when it closes, a
- * name that changes after the call's arguments began streaming under it. An
- * `error` object inside the stream fails with `LlmServerError`.
+ * name that changes after the call's arguments began streaming under it. An `error` inside
+ * the stream fails with the `LlmError` its code means (`Failure.fromStreamError`:
+ * `LlmServerError` unless the code says throttling, auth or an invalid request).
  *
  * @since 0.1.0
  */
 import { Assembler, type Content, type FinishReason, Ids, LlmError, type StreamChunk as Chunk, type Usage } from "@dsh/llm"
-import { excerpt } from "./Failure.ts"
+import { excerpt, fromStreamError } from "./Failure.ts"
 import type * as Wire from "./Wire.ts"
 
 /**
@@ -54,8 +56,14 @@ export interface Translator {
   readonly finished: () => boolean
 }
 
+/** The longest provider word a finish reason keeps (a reason is a word, not a payload). */
+const maxReason = 100
+
 /**
- * Maps a provider's finish reason.
+ * Maps a provider's finish reason. `error` (which OpenAI-compatible servers send when the
+ * answer failed on their side) is a finish of kind `error` with the catalog code
+ * `LLM_SERVER`; a word outside the known set is an `other` named by it, cut to 100
+ * characters.
  *
  * @since 0.1.0
  * @category mapping
@@ -70,8 +78,12 @@ export const finishReason = (raw: string): FinishReason.FinishReason => {
       return { kind: "length", raw }
     case "content_filter":
       return { kind: "content-filter", raw }
-    default:
-      return { kind: "other", name: raw, raw }
+    case "error":
+      return { kind: "error", code: "LLM_SERVER", message: "the server ended the answer with finish_reason \"error\"", raw }
+    default: {
+      const word = excerpt(raw, maxReason)
+      return { kind: "other", name: word, raw: word }
+    }
   }
 }
 
@@ -282,9 +294,7 @@ export const make = (provider = "DeepSeek"): Translator => {
   }
 
   const chunk = (wire: Wire.ChatChunk, out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
-    if (wire.error !== undefined && wire.error !== null) {
-      return new LlmError.LlmServerError({ message: `${provider} reported an error in the stream: ${wire.error.message}` })
-    }
+    if (wire.error !== undefined && wire.error !== null) return fromStreamError(provider, wire.error)
     const choice = wire.choices?.find((c) => c.index === 0)
     if (choice !== undefined) {
       const delta = choice.delta

@@ -194,7 +194,10 @@ export const ErrorDetail = Schema.Struct({
 
 /**
  * One `data:` payload of the stream. The final chunk of a response may carry only `usage`
- * (with `choices: []`); a server that fails mid-stream may send `{ "error": … }`.
+ * (with `choices: []`); a server that fails mid-stream may send `{ "error": … }`. That error
+ * is left unchecked: servers send an `ErrorDetail`, a bare string, a message that is not a
+ * string, and each of them still means the server failed (`Failure.fromStreamError` reads
+ * whatever it is), where refusing it as a malformed chunk would hide what the server said.
  *
  * @since 0.1.0
  * @category response
@@ -203,7 +206,7 @@ export const ChatChunk = Schema.Struct({
   id: optional(Schema.String),
   choices: optional(Schema.Array(Choice)),
   usage: optional(Usage),
-  error: optional(ErrorDetail)
+  error: optional(Schema.Unknown)
 })
 
 /**

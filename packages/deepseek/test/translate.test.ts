@@ -50,6 +50,14 @@ describe("Translate", () => {
         { kind: "content-filter", raw: "content_filter" },
         { kind: "other", name: "insufficient_system_resource", raw: "insufficient_system_resource" }
       ])
+    expect(Translate.finishReason("error")).toStrictEqual({
+      kind: "error",
+      code: "LLM_SERVER",
+      message: "the server ended the answer with finish_reason \"error\"",
+      raw: "error"
+    })
+    const long = Translate.finishReason("z".repeat(10_000))
+    expect(long.kind === "other" && [long.name.length < 200, long.name === long.raw]).toStrictEqual([true, true])
   })
 
   it("holds a call's fragments until its id and name are known, then sends them in one delta", () => {
@@ -242,6 +250,52 @@ describe("Failure", () => {
     expect(Failure.retryAfterMillis({}, now)).toBeUndefined()
     const limited = status(429, "", { "retry-after": "Thu, 01 Jan 1970 00:00:05 GMT" })
     expect(limited._tag === "LlmRateLimitError" && limited.retryAfterMillis).toBe(5000)
+  })
+
+  it("reads the provider's own code of an error in the stream as the catalog code it means", () => {
+    const code = (fields: { code?: unknown; type?: unknown; status?: unknown }) => Failure.streamErrorCode(fields)
+    expect([
+      code({ code: "upstream_overloaded", type: "server_error" }),
+      code({ code: "rate_limit_exceeded", type: "invalid_request_error" }),
+      code({ type: "rate_limit_error" }),
+      code({ status: "RESOURCE_EXHAUSTED" }),
+      code({ code: 429 }),
+      code({ code: "503" }),
+      code({ code: "invalid_api_key", type: "invalid_request_error" }),
+      code({ type: "insufficient_quota" }),
+      code({ code: "context_length_exceeded" }),
+      code({ code: "LLM_TRANSPORT" }),
+      code({ code: "TOOL_DENIED" }),
+      code({ code: [[["deep"]]] }),
+      code({})
+    ]).toStrictEqual([
+      "LLM_SERVER",
+      "LLM_RATE_LIMIT",
+      "LLM_RATE_LIMIT",
+      "LLM_RATE_LIMIT",
+      "LLM_RATE_LIMIT",
+      "LLM_SERVER",
+      "LLM_AUTH",
+      "LLM_AUTH",
+      "LLM_INVALID_REQUEST",
+      "LLM_TRANSPORT",
+      "LLM_SERVER",
+      "LLM_SERVER",
+      "LLM_SERVER"
+    ])
+    const error = Failure.fromStreamError("DeepSeek", { message: "busy", code: "upstream_overloaded", type: "server_error" })
+    expect([error._tag, error.message]).toStrictEqual([
+      "LlmServerError",
+      "DeepSeek reported an error in the stream (code upstream_overloaded, type server_error): busy"
+    ])
+    const limited = Failure.fromStreamError("DeepSeek", { message: "slow down", code: 429 })
+    expect([limited._tag, limited.message]).toStrictEqual(["LlmRateLimitError", "DeepSeek reported an error in the stream (code 429): slow down"])
+    const gateway = Failure.fromStreamError("DeepSeek", { message: "bad gateway", code: 502 })
+    expect(gateway._tag === "LlmServerError" && gateway.status).toBe(502)
+    expect(Failure.fromStreamError("DeepSeek", "overloaded").message).toBe("DeepSeek reported an error in the stream: overloaded")
+    const cyclic: Record<string, unknown> = { reason: "loop" }
+    cyclic["self"] = cyclic
+    expect(Failure.fromStreamError("DeepSeek", cyclic).message).toContain("[Circular]")
   })
 
   it("scrubs the key from every message it builds", () => {

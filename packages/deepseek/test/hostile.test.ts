@@ -1,0 +1,133 @@
+/**
+ * Totality: whatever bytes the server sends, the adapter's stream ends in a typed `LlmError`
+ * with a catalog code or in a `finish` chunk — never a defect, never a RangeError, never an
+ * unbounded message. Each hostile response goes through the whole adapter and the fake server
+ * on 127.0.0.1.
+ */
+import { Decoder } from "@dsh/deepseek"
+import { Fixture } from "@dsh/deepseek/testing"
+import { ErrorCode, type FinishReason, LlmError, type StreamChunk } from "@dsh/llm"
+import { ChunkContract } from "@dsh/model"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, type Schema } from "effect"
+import { type Outcome, request, streamWith } from "./util.ts"
+
+const text = (delta: { readonly [key: string]: Schema.Json }, finish?: string) =>
+  Fixture.data(Fixture.chunk(delta, finish === undefined ? {} : { finish }))
+const opening = Fixture.data(Fixture.chunk({ role: "assistant", content: "" }))
+const stop = Fixture.data(Fixture.chunk({ content: "" }, { finish: "stop" }))
+
+const depth = 100_000
+const deepArray = "[".repeat(depth) + "]".repeat(depth)
+const deepObject = "{\"a\":".repeat(depth) + "1" + "}".repeat(depth)
+
+type Wanted =
+  | { readonly fails: ErrorCode.ErrorCode; readonly tag?: string; readonly includes?: string }
+  | { readonly finish: Partial<FinishReason.FinishReason> & { readonly kind: FinishReason.Kind } }
+
+interface Hostile {
+  readonly name: string
+  readonly writes: ReadonlyArray<Fixture.Write>
+  readonly wanted: Wanted
+}
+
+const errorEvent = (error: unknown): Fixture.Write => `data: ${JSON.stringify({ error })}\n\n`
+
+const hostile: ReadonlyArray<Hostile> = [
+  // deep nesting (JSON.parse copes; nothing may recurse over the value afterwards)
+  { name: "a data line nested 100 000 levels deep", writes: [opening, `data: ${deepArray}\n\n`], wanted: { fails: "LLM_PROTOCOL", includes: "not a chat completion chunk" } },
+  { name: "a deep value under a key nobody reads", writes: [opening, `data: {"x":${deepObject},"choices":[]}\n\n`, stop, Fixture.done], wanted: { finish: { kind: "stop" } } },
+  { name: "a deep value where a string belongs", writes: [opening, `data: {"choices":[{"index":0,"delta":{"content":${deepArray}}}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  { name: "a deep error object", writes: [opening, `data: {"error":${deepObject}}\n\n`], wanted: { fails: "LLM_SERVER" } },
+  { name: "a deep error code", writes: [opening, `data: {"error":{"message":"m","code":${deepArray}}}\n\n`], wanted: { fails: "LLM_SERVER", includes: ": m" } },
+  { name: "a deep event: error", writes: [opening, `event: error\ndata: ${deepObject}\n\n`], wanted: { fails: "LLM_SERVER" } },
+  // size
+  { name: "a line of 11 MiB that never ends", writes: [opening, `data: "${"x".repeat(11 * 1024 * 1024)}`], wanted: { fails: "LLM_PROTOCOL", includes: "maximum size" } },
+  { name: "an event of 11 MiB", writes: [opening, `data: "${"x".repeat(11 * 1024 * 1024)}"\n\n`, stop, Fixture.done], wanted: { fails: "LLM_PROTOCOL" } },
+  // encoding
+  { name: "a byte that is never UTF-8", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 255, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
+  { name: "an encoded lone surrogate", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xed, 0xa0, 0x80, 34, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
+  { name: "an overlong encoding", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xc0, 0xaf, 34, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
+  { name: "a body cut inside a character", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xe6, 0x95] }], wanted: { fails: "LLM_PROTOCOL", includes: "UTF-8" } },
+  // JSON that is not a chunk
+  ...["42", "null", "\"text\"", "[]", "true", "1e400"].map((json): Hostile => ({
+    name: `data: ${json}`,
+    writes: [opening, `data: ${json}\n\n`],
+    wanted: { fails: "LLM_PROTOCOL", includes: "not a chat completion chunk" }
+  })),
+  { name: "usage counts beyond any integer", writes: [opening, `data: {"choices":[],"usage":{"prompt_tokens":1e400,"completion_tokens":1}}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  { name: "a tool-call index beyond any integer", writes: [opening, `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1e308,"id":"c","function":{"name":"f"}}]}}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  // finish reasons
+  { name: "an unknown finish_reason", writes: [opening, text({ content: "x" }, "tired"), Fixture.done], wanted: { finish: { kind: "other", name: "tired", raw: "tired" } } },
+  { name: "a finish_reason of 100 000 characters", writes: [opening, text({ content: "x" }, "z".repeat(100_000)), Fixture.done], wanted: { finish: { kind: "other" } } },
+  { name: "finish_reason: error", writes: [opening, text({ content: "Par" }), text({ content: "" }, "error"), Fixture.done], wanted: { finish: { kind: "error", code: "LLM_SERVER", raw: "error" } } },
+  { name: "a finish_reason that is not a string", writes: [opening, `data: {"choices":[{"index":0,"delta":{},"finish_reason":7}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  // errors the server reports in the stream, with its own codes
+  { name: "an error with the provider's code upstream_overloaded", writes: [opening, errorEvent({ message: "try again later", type: "server_error", code: "upstream_overloaded" })], wanted: { fails: "LLM_SERVER", tag: "LlmServerError", includes: "upstream_overloaded" } },
+  { name: "an error coded rate_limit_exceeded", writes: [opening, errorEvent({ message: "slow down", type: "requests", code: "rate_limit_exceeded" })], wanted: { fails: "LLM_RATE_LIMIT", tag: "LlmRateLimitError", includes: "rate_limit_exceeded" } },
+  { name: "an error typed rate_limit_error", writes: [opening, errorEvent({ message: "slow down", type: "rate_limit_error" })], wanted: { fails: "LLM_RATE_LIMIT" } },
+  { name: "an error coded 429 (a number)", writes: [opening, errorEvent({ message: "slow down", code: 429 })], wanted: { fails: "LLM_RATE_LIMIT", includes: "429" } },
+  { name: "an error coded 502", writes: [opening, errorEvent({ message: "bad gateway", code: 502 })], wanted: { fails: "LLM_SERVER" } },
+  { name: "an error coded invalid_api_key", writes: [opening, errorEvent({ message: "bad key", type: "invalid_request_error", code: "invalid_api_key" })], wanted: { fails: "LLM_AUTH" } },
+  { name: "an error coded insufficient_quota", writes: [opening, errorEvent({ message: "pay up", type: "insufficient_quota" })], wanted: { fails: "LLM_AUTH" } },
+  { name: "an error coded context_length_exceeded", writes: [opening, errorEvent({ message: "too long", type: "invalid_request_error", code: "context_length_exceeded" })], wanted: { fails: "LLM_INVALID_REQUEST" } },
+  { name: "an error carrying a catalog code", writes: [opening, errorEvent({ message: "relayed", code: "LLM_RATE_LIMIT" })], wanted: { fails: "LLM_RATE_LIMIT" } },
+  { name: "an error carrying a code of another layer", writes: [opening, errorEvent({ message: "relayed", code: "TOOL_DENIED" })], wanted: { fails: "LLM_SERVER", includes: "TOOL_DENIED" } },
+  { name: "an error that is a bare string", writes: [opening, errorEvent("overloaded")], wanted: { fails: "LLM_SERVER", includes: "overloaded" } },
+  { name: "an error whose message is not a string", writes: [opening, errorEvent({ message: 5, code: "upstream_overloaded" })], wanted: { fails: "LLM_SERVER", includes: "upstream_overloaded" } },
+  { name: "an error whose message is 1 MB", writes: [opening, errorEvent({ message: "m".repeat(1_000_000) })], wanted: { fails: "LLM_SERVER" } },
+  { name: "an error beside a finish_reason error", writes: [opening, `data: {"error":{"message":"upstream died","code":"server_error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\n`], wanted: { fails: "LLM_SERVER", includes: "upstream died" } },
+  { name: "event: error coded rate_limit_exceeded", writes: [opening, `event: error\ndata: {"error":{"message":"slow down","code":"rate_limit_exceeded"}}\n\n`], wanted: { fails: "LLM_RATE_LIMIT" } },
+  { name: "event: error that is plain text", writes: [opening, "event: error\ndata: upstream went away\n\n"], wanted: { fails: "LLM_SERVER", includes: "upstream went away" } },
+  { name: "event: error that is a bare JSON string", writes: [opening, "event: error\ndata: \"overloaded\"\n\n"], wanted: { fails: "LLM_SERVER", includes: "overloaded" } }
+]
+
+/** Longest message an error may carry here: what the adapter quotes is bounded. */
+const messageBound = 2_500
+
+const judge = (outcome: Outcome, wanted: Wanted): void => {
+  if (Exit.isFailure(outcome.exit)) {
+    expect(Cause.hasDies(outcome.exit.cause), Cause.pretty(outcome.exit.cause).slice(0, 500)).toBe(false)
+  }
+  const failure = outcome.failure
+  if ("fails" in wanted) {
+    expect(failure, "the stream should have failed").toBeDefined()
+    expect(LlmError.classes.some((c) => failure instanceof c)).toBe(true)
+    expect(failure!.code).toBe(wanted.fails)
+    if (wanted.tag !== undefined) expect(failure!._tag).toBe(wanted.tag)
+    if (wanted.includes !== undefined) expect(failure!.message).toContain(wanted.includes)
+    expect(failure!.message.length).toBeLessThan(messageBound)
+    return
+  }
+  expect(failure?.message).toBeUndefined()
+  expect(ChunkContract.check(outcome.chunks)).toStrictEqual([])
+  const reason = outcome.assembled.finishReason!
+  expect(reason).toMatchObject(wanted.finish)
+  if (reason.kind === "error") expect(ErrorCode.isErrorCode(reason.code)).toBe(true)
+  expect(JSON.stringify(reason).length).toBeLessThan(messageBound)
+}
+
+describe("hostile responses end typed, never as defects", () => {
+  for (const { name, wanted, writes } of hostile) {
+    it.live(name, () =>
+      Effect.gen(function*() {
+        const { outcome } = yield* streamWith({ description: name, writes }, request("hi"), { idleTimeout: "10 seconds" })
+        judge(outcome, wanted)
+      }), 30_000)
+  }
+})
+
+describe("the decoder's last line of defence", () => {
+  it("turns anything a step throws into LlmProtocolError, and stays failed", () => {
+    const decoder = Decoder.make()
+    // an output that refuses the chunks stands in for a step that throws on an unforeseen input
+    const refusing: Array<StreamChunk.StreamChunk> = []
+    Object.freeze(refusing)
+    const bytes = Fixture.body(Fixture.load("text"))
+    const failure = decoder.feed(bytes, refusing)
+    expect([failure?._tag, failure?.message.startsWith("DeepSeek stream: decoding the response failed: TypeError:")])
+      .toStrictEqual(["LlmProtocolError", true])
+    expect(decoder.feed(bytes, [])).toBe(failure)
+    expect(decoder.end()).toBe(failure)
+  })
+})
