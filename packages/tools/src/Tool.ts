@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import type { Content, HarnessError, ModelRequest } from "@dsh/llm"
+import { type Content, HarnessError, type ModelRequest } from "@dsh/llm"
 import { Duration, type Effect, Option, Predicate, Result, Schema } from "effect"
 import { isEmptyStruct } from "./internal/json.ts"
 import { InvalidToolError } from "./ToolError.ts"
@@ -314,7 +314,7 @@ const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.
         ? { ...schema, $defs: document.definitions as Schema.JsonObject }
         : schema
     } catch (cause) {
-      return Result.fail(invalidParameters(tool.name, `its JSON Schema cannot be generated: ${String(cause)}`, cause))
+      return Result.fail(invalidParameters(tool.name, `its JSON Schema cannot be generated: ${HarnessError.describe(cause)}`, cause))
     }
   }
   // Raw schemas come from outside (an MCP server): check their shape rather than trust it.

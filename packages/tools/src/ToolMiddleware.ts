@@ -13,12 +13,16 @@
  * A middleware that throws, dies or fails is contained like a failing tool: the call is
  * answered with an `isError` result whose code is `MIDDLEWARE` (a `MiddlewareError` naming
  * the middleware), so retry and sandbox layers can tell a broken middleware from a broken
- * tool. Whatever the chain answers carries the original call's id.
+ * tool. So is a middleware that answers with something that is not a tool result, or with a
+ * result whose `error.code` is not in the catalog. Whatever the chain answers carries the
+ * original call's id.
  *
  * @since 0.1.0
  */
 import type { Content, Middleware } from "@dsh/llm"
-import { Effect, type Schema } from "effect"
+import { Effect, Result, type Schema } from "effect"
+import { preview } from "./internal/text.ts"
+import * as ToolArgs from "./ToolArgs.ts"
 import * as ToolResult from "./ToolResult.ts"
 
 /**
@@ -80,7 +84,10 @@ export const denyWhen = (
 /**
  * A middleware that rewrites the arguments of the calls it sees before they are decoded. `f`
  * receives the parsed arguments (`{}` for an empty string) and returns new ones. Arguments
- * that are not JSON are passed on unchanged, so decoding reports them to the model.
+ * that are not JSON, or nest deeper than `ToolArgs.maxDepth`, are passed on unchanged, so
+ * decoding reports them to the model (`INVALID_ARGS`) rather than the rewrite failing on them.
+ * A rewrite that returns something `JSON.stringify` cannot write (`undefined`, a cycle) is
+ * this middleware's failure (`MIDDLEWARE`).
  *
  * @example
  * ```ts
@@ -105,12 +112,14 @@ export const mapArguments = (
   name,
   ...(options?.order === undefined ? {} : { order: options.order }),
   around: (call, next) => {
-    let parsed: Schema.Json
-    try {
-      parsed = call.arguments.trim().length === 0 ? {} : (JSON.parse(call.arguments) as Schema.Json)
-    } catch {
-      return next(call)
+    // The decoder's own parse, so what is rewritten is exactly what would decode.
+    const parsed = ToolArgs.parse(call.name, call.arguments)
+    if (Result.isFailure(parsed)) return next(call)
+    const rewritten = f(parsed.success, call)
+    const text: unknown = JSON.stringify(rewritten)
+    if (typeof text !== "string") {
+      return Effect.die(new Error(`mapArguments: the rewrite returned ${preview(rewritten)}, which is not JSON`))
     }
-    return next({ ...call, arguments: JSON.stringify(f(parsed, call)) })
+    return next({ ...call, arguments: text })
   }
 })

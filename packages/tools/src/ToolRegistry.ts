@@ -15,15 +15,21 @@
  * | what happened | code |
  * |---|---|
  * | no tool has the call's name | `UNKNOWN_TOOL` (the text names the registered tools) |
- * | the arguments are not JSON, or do not decode | `INVALID_ARGS` |
+ * | the arguments are not JSON, nest too deeply, or do not decode | `INVALID_ARGS` |
  * | the body failed with a typed error | that error's own code and message |
+ * | the body failed with anything else, or a code not in the catalog | `TOOL_FAILED` (its message) |
  * | the body threw or died | `TOOL_FAILED` (the defect's message, no stack trace) |
+ * | the body returned neither text nor valid content blocks | `TOOL_FAILED` |
  * | the body ran longer than the tool's timeout | `TOOL_TIMEOUT` |
  * | the body was interrupted from inside | `ABORTED` |
  * | a middleware vetoed the call | `TOOL_DENIED` (by convention, see `ToolMiddleware.deny`) |
- * | a middleware threw, died or failed | `MIDDLEWARE` (naming the middleware) |
+ * | a middleware threw, died, failed, or answered badly (see below) | `MIDDLEWARE` (naming it) |
  *
- *   The result always carries the call's own id. Each call runs in a scope of its own, so
+ *   Failures are described with `HarnessError.describe` (a plain object's `message`, never
+ *   `[object Object]`). A result's `error.code` is always a code of the catalog: a failure
+ *   claiming another code is `TOOL_FAILED` (the text names the code it claimed), and a
+ *   middleware answering with another code, or with something that is not a tool result,
+ *   is `MIDDLEWARE`. The result always carries the call's own id. Each call runs in a scope of its own, so
  *   what a body acquires is released when the call ends, however it ends. Interrupting
  *   `execute` itself (an abort of the step) interrupts the call; the loop answers such calls
  *   with `ToolResult.aborted`.
@@ -32,9 +38,9 @@
  *
  * @since 0.1.0
  */
-import { type Content, HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
-import { Cause, Context, Duration, Effect, Layer, Option, Result, type Scope } from "effect"
-import { describeDefect, suggest } from "./internal/text.ts"
+import { Content, ErrorCode, type HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { Cause, Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
+import { describeDefect, isCatalogError, preview, suggest, truncate } from "./internal/text.ts"
 import * as Tool from "./Tool.ts"
 import * as ToolArgs from "./ToolArgs.ts"
 import {
@@ -225,9 +231,15 @@ const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.E
   })
 }
 
-// Types rule out anything but text or content blocks, but raw tools wrap code we do not own.
+const isContent = Schema.is(Content.ToolResultContent)
+
+// Types rule out anything but text or content blocks, but raw tools wrap code we do not own
+// (an MCP server), and a malformed block would reach the session log and the provider.
+const isOutput = (output: unknown): output is Tool.Output =>
+  typeof output === "string" || (Array.isArray(output) && output.every(isContent))
+
 const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolResultBlock =>
-  typeof output === "string" || Array.isArray(output)
+  isOutput(output)
     ? ToolResult.success(call, output)
     : ToolResult.failure(
       call,
@@ -237,21 +249,21 @@ const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolR
       })
     )
 
+// Total (every read of the failure is guarded): it runs in the last line of defence too, where
+// a throw would kill `execute`.
 const bodyFailure = (tool: string, cause: Cause.Cause<unknown>): HarnessError.HarnessError => {
   const failure = cause.reasons.find(Cause.isFailReason)
   if (failure !== undefined) {
-    return HarnessError.isHarnessError(failure.error) ? failure.error : new ToolFailedError({
-      tool,
-      message: `Tool "${tool}" failed: ${describeDefect(failure.error)}`,
-      cause: failure.error
-    })
+    // Only a catalog code may reach the result: code matches on `error.code`.
+    return isCatalogError(failure.error) ? failure.error : toolFailed(tool, failure.error)
   }
   const die = cause.reasons.find(Cause.isDieReason)
-  if (die !== undefined) {
-    return new ToolFailedError({ tool, message: `Tool "${tool}" failed: ${describeDefect(die.defect)}`, cause: die.defect })
-  }
+  if (die !== undefined) return toolFailed(tool, die.defect)
   return new AbortedError({ tool, message: `Tool "${tool}" was interrupted before it finished` })
 }
+
+const toolFailed = (tool: string, defect: unknown): ToolFailedError =>
+  new ToolFailedError({ tool, message: `Tool "${tool}" failed: ${describeDefect(defect)}`, cause: defect })
 
 const unknownTool = (tool: string, available: ReadonlyArray<string>): UnknownToolError => {
   const meant = suggest(tool, available)
@@ -264,16 +276,55 @@ const unknownTool = (tool: string, available: ReadonlyArray<string>): UnknownToo
 }
 
 // Each middleware is contained on its own. The `next` it receives is the contained rest of the
-// chain, which never fails or dies, so whatever escapes a middleware's output is its own doing
-// and is blamed on it by name.
+// chain, which never fails or dies and answers only with tool results carrying catalog codes,
+// so whatever is wrong with a middleware's output is its own doing and is blamed on it by name.
 const contain = (middleware: ToolMiddleware): ToolMiddleware => ({
   name: middleware.name,
   ...(middleware.order === undefined ? {} : { order: middleware.order }),
   around: (call, next) =>
     Effect.suspend(() => middleware.around(call, next)).pipe(
+      Effect.map((result) => checkedAnswer(middleware.name, call, result)),
       Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, middlewareFailure(middleware.name, call, cause))))
     )
 })
+
+// The shape, not every block: `Schema.is` would cost each middleware about as much as parsing
+// the arguments, and the blocks a middleware passes on from `next` are checked already.
+const isResult = (u: unknown): u is Content.ToolResultBlock =>
+  Predicate.isObject(u) && u["type"] === "tool-result" && typeof u["toolCallId"] === "string" &&
+  Array.isArray(u["content"]) && typeof u["isError"] === "boolean" &&
+  (u["error"] === undefined ||
+    (Predicate.isObject(u["error"]) && typeof u["error"]["tag"] === "string" && typeof u["error"]["code"] === "string"))
+
+// What a middleware answers with goes on to the middleware outside it and to the loop, which
+// read it as a tool result and match on its code.
+const checkedAnswer = (
+  middleware: string,
+  call: Content.ToolCallBlock,
+  result: Content.ToolResultBlock
+): Content.ToolResultBlock => {
+  if (!isResult(result)) {
+    return ToolResult.failure(
+      call,
+      misanswered(middleware, call, `something that is not a tool result: ${preview(result)}`)
+    )
+  }
+  if (result.error === undefined || ErrorCode.isErrorCode(result.error.code)) return result
+  return ToolResult.failure(
+    call,
+    misanswered(
+      middleware,
+      call,
+      `the code ${truncate(result.error.code, 60)}, which is not a dsh error code: ${truncate(ToolResult.textOf(result), 500)}`
+    )
+  )
+}
+
+const misanswered = (middleware: string, call: Content.ToolCallBlock, what: string): Middleware.MiddlewareError =>
+  new Middleware.MiddlewareError({
+    middleware,
+    message: `Middleware "${middleware}" answered a call to tool "${call.name}" with ${what}`
+  })
 
 const middlewareFailure = (
   middleware: string,

@@ -256,4 +256,94 @@ describe("a failing middleware is contained like a failing tool", () => {
         failed(`Tool "bash" was interrupted by middleware "quitter" before it finished`, "AbortedError", "ABORTED")
       )
     }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("a failure that is a plain object, or shaped like a harness error with a code outside the catalog", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const scope = yield* Scope.make()
+      yield* registry.use({ name: "quota", around: () => Effect.fail({ message: "quota" } as never) }).pipe(Scope.provide(scope))
+      expect(yield* registry.execute(ls)).toStrictEqual(blamed("quota", "quota"))
+      yield* Scope.close(scope, Exit.void)
+
+      yield* registry.use({
+        name: "impostor",
+        around: () => Effect.fail({ _tag: "Nope", code: "MY_CODE", message: "not today" } as never)
+      })
+      expect(yield* registry.execute(ls)).toStrictEqual(
+        blamed("impostor", "not today (code MY_CODE is not a dsh error code)")
+      )
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("an answer carrying a code outside the catalog is MIDDLEWARE, naming the middleware that gave it", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const seen: Array<string | undefined> = []
+      yield* registry.use({
+        name: "outer",
+        order: 0,
+        around: (c, next) => Effect.tap(next(c), (r) => Effect.sync(() => void seen.push(r.error?.code)))
+      })
+      yield* registry.use({
+        name: "home-made",
+        order: 1,
+        around: (c) =>
+          Effect.succeed({
+            type: "tool-result",
+            toolCallId: c.id,
+            content: [Content.text("no")],
+            isError: true,
+            error: { tag: "Mine", code: "MY_CODE" }
+          })
+      })
+      expect(yield* registry.execute(ls)).toStrictEqual(
+        failed(
+          `Middleware "home-made" answered a call to tool "bash" with the code MY_CODE, which is not a dsh error code: no`,
+          "MiddlewareError",
+          "MIDDLEWARE"
+        )
+      )
+      // the middleware outside it saw the corrected answer
+      expect(seen).toStrictEqual(["MIDDLEWARE"])
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("an answer that is not a tool result is MIDDLEWARE, not a dead execute", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.use({ name: "forgetful", around: () => Effect.succeed(undefined as unknown as Content.ToolResultBlock) })
+      expect(yield* registry.execute(ls)).toStrictEqual(
+        failed(
+          `Middleware "forgetful" answered a call to tool "bash" with something that is not a tool result: undefined`,
+          "MiddlewareError",
+          "MIDDLEWARE"
+        )
+      )
+    }).pipe(Effect.provide(registryWith(bash))))
+})
+
+describe("mapArguments on hostile arguments", () => {
+  const passThrough = ToolMiddleware.mapArguments("identity", (args) => args)
+
+  it.effect("arguments too deep to stringify are passed on unchanged, so decoding reports them", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.use(passThrough)
+      for (const levels of [10_000, 100_000]) {
+        const result = yield* registry.execute(call("bash", `{"a":`.repeat(levels) + "1" + "}".repeat(levels)))
+        expect(result.error).toStrictEqual({ tag: "ToolArgsError", code: "INVALID_ARGS" })
+        expect(ToolResult.textOf(result)).toContain("Nested too deeply")
+      }
+    }).pipe(Effect.provide(registryWith(bash))))
+
+  it.effect("a rewrite that returns no JSON is the middleware's failure, not the tool's", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.use(ToolMiddleware.mapArguments("forgets-to-return", () => undefined as unknown as Schema.Json))
+      expect(yield* registry.execute(ls)).toStrictEqual(
+        failed(
+          `Middleware "forgets-to-return" failed while handling a call to tool "bash": mapArguments: the rewrite returned undefined, which is not JSON`,
+          "MiddlewareError",
+          "MIDDLEWARE"
+        )
+      )
+    }).pipe(Effect.provide(registryWith(bash))))
 })

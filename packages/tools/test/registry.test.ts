@@ -397,3 +397,154 @@ describe("ToolRegistry.execute", () => {
     }).pipe(Effect.provide(registryWith(traced)), Effect.withTracer(tracer))
   })
 })
+
+describe("ToolRegistry.execute: hostile arguments and hostile outcomes", () => {
+  const deep = {
+    arrays: "[".repeat(100_000) + "]".repeat(100_000),
+    objects: `{"a":`.repeat(100_000) + "1" + "}".repeat(100_000),
+    inside: `{"command": "ls", "mode": "read", "env": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`
+  }
+
+  it.effect("arguments nested 100,000 levels deep are INVALID_ARGS, never TOOL_FAILED or a thrown RangeError", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const registry = yield* ToolRegistry
+      yield* registry.register(bash)
+      yield* registry.register(
+        Tool.make("store", {
+          description: "x",
+          parameters: Schema.Struct({ data: Schema.Json }),
+          execute: () => Effect.sync(() => ++runs).pipe(Effect.as("stored"))
+        })
+      )
+      yield* registry.register(
+        Tool.fromJsonSchema("mcp__store", {
+          description: "x",
+          parameters: { type: "object" },
+          execute: (args) => Effect.sync(() => JSON.stringify(args))
+        })
+      )
+      for (const tool of ["bash", "store", "mcp__store"]) {
+        for (const [shape, raw] of Object.entries(deep)) {
+          const result = yield* registry.execute(call(tool, raw))
+          expect({ tool, shape, isError: result.isError, error: result.error }).toStrictEqual({
+            tool,
+            shape,
+            isError: true,
+            error: { tag: "ToolArgsError", code: "INVALID_ARGS" }
+          })
+          expect(ToolResult.textOf(result)).toContain("Nested too deeply, expected at most 256 levels of nested objects and arrays")
+        }
+      }
+      expect(runs).toBe(0)
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("a body failing or dying with a plain object: its message, never [object Object]", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("failsQuota", ""))).toStrictEqual(
+        failed("call-1", `Tool "failsQuota" failed: quota`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("diesQuota", ""))).toStrictEqual(
+        failed("call-1", `Tool "diesQuota" failed: quota`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("diesCyclic", ""))).toStrictEqual(
+        failed("call-1", `Tool "diesCyclic" failed: quota`, "ToolFailedError", "TOOL_FAILED")
+      )
+      expect(yield* execute(call("failsCyclic", ""))).toStrictEqual(
+        failed("call-1", `Tool "failsCyclic" failed: {"reason":"disk full","self":[Circular]}`, "ToolFailedError", "TOOL_FAILED")
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("failsQuota", () => Effect.fail({ message: "quota" } as unknown as ToolErrors.ToolFailedError)),
+          simple("diesQuota", () => Effect.die({ message: "quota" })),
+          simple("diesCyclic", () => {
+            const cyclic: Record<string, unknown> = { message: "quota" }
+            cyclic["self"] = cyclic
+            return Effect.die(cyclic)
+          }),
+          simple("failsCyclic", () => {
+            const cyclic: Record<string, unknown> = { reason: "disk full" }
+            cyclic["self"] = cyclic
+            return Effect.fail(cyclic as unknown as ToolErrors.ToolFailedError)
+          })
+        )
+      )
+    ))
+
+  it.effect("a failure shaped like a harness error but with a code outside the catalog is TOOL_FAILED", () =>
+    Effect.gen(function*() {
+      const result = yield* execute(call("impostor", ""))
+      expect(result).toStrictEqual(
+        failed(
+          "call-1",
+          `Tool "impostor" failed: over quota (code MY_CODE is not a dsh error code)`,
+          "ToolFailedError",
+          "TOOL_FAILED"
+        )
+      )
+      // a catalog code is still the tool's own
+      expect((yield* execute(call("honest", ""))).error).toStrictEqual({ tag: "Quota", code: "LLM_RATE_LIMIT" })
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("impostor", () =>
+            Effect.fail({ _tag: "Quota", code: "MY_CODE", message: "over quota" } as unknown as ToolErrors.ToolFailedError)),
+          simple("honest", () =>
+            Effect.fail({ _tag: "Quota", code: "LLM_RATE_LIMIT", message: "over quota" } as unknown as ToolErrors.ToolFailedError))
+        )
+      )
+    ))
+
+  it.effect("a body failing with a value whose every read throws is still answered", () =>
+    Effect.gen(function*() {
+      const result = yield* execute(call("proxy", ""))
+      expect(result.error).toStrictEqual({ tag: "ToolFailedError", code: "TOOL_FAILED" })
+      expect(ToolResult.textOf(result)).toBe(`Tool "proxy" failed: [an unreadable value]`)
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("proxy", () => {
+            const hostile = new Proxy({}, {
+              get: () => {
+                throw new Error("no reading")
+              },
+              has: () => {
+                throw new Error("no asking")
+              },
+              ownKeys: () => {
+                throw new Error("no listing")
+              },
+              getPrototypeOf: () => {
+                throw new Error("no prototype")
+              }
+            })
+            return Effect.fail(hostile as unknown as ToolErrors.ToolFailedError)
+          })
+        )
+      )
+    ))
+
+  it.effect("a raw tool returning blocks that are not text, image or custom blocks is TOOL_FAILED", () =>
+    Effect.gen(function*() {
+      for (const name of ["numbers", "badText", "nothing"]) {
+        const result = yield* execute(call(name, ""))
+        expect(result).toStrictEqual(
+          failed(
+            "call-1",
+            `Tool "${name}" failed: it returned neither text nor content blocks`,
+            "ToolFailedError",
+            "TOOL_FAILED"
+          )
+        )
+      }
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("numbers", () => Effect.succeed([42] as unknown as Tool.Output)),
+          simple("badText", () => Effect.succeed([{ type: "text", text: 5 }] as unknown as Tool.Output)),
+          simple("nothing", () => Effect.succeed(undefined as unknown as Tool.Output))
+        )
+      )
+    ))
+})

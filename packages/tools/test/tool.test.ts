@@ -292,3 +292,24 @@ describe("Tool.wireSchema", () => {
     )
   })
 })
+
+describe("Tool.wireSchema when the JSON Schema cannot be generated", () => {
+  it("says why in the thrown value's own words, never [object Object]", () => {
+    const opaque = Tool.make("opaque", {
+      description: "x",
+      parameters: Schema.Struct({
+        a: Schema.String.check(
+          Schema.makeFilter(() => true, {
+            toJsonSchema: () => {
+              throw { message: "this check has no JSON Schema" }
+            }
+          })
+        )
+      }),
+      execute: () => Effect.succeed("")
+    })
+    const error = refusal(opaque)
+    expect(error).toBeInstanceOf(ToolErrors.InvalidToolError)
+    expect(error.message).toBe(`Tool "opaque" has invalid parameters: its JSON Schema cannot be generated: this check has no JSON Schema`)
+  })
+})
