@@ -15,10 +15,11 @@
  *   argument text (a name arriving after the first argument fragment costs nothing); later
  *   fragments stream as they come. A call that never got arguments is announced with
  *   `argumentsDelta: ""` when it closes.
- * - `finish_reason` (`""` counts as none, as `null` does) closes every open block (`block-end` carries the block as the `@dsh/llm`
- *   Assembler built it from the deltas: one implementation of accumulation) and is kept:
- *   `usage` may still follow, in a usage-only chunk. `[DONE]` then emits `usage` and `finish`,
- *   in that order, as the contract wants.
+ * - `finish_reason` (`""` counts as none, as `null` does) closes every open block
+ *   (`block-end` carries the block as an `@dsh/llm` Assembler built it from the block's
+ *   deltas: one implementation of accumulation) and is kept: `usage` may still follow, in a
+ *   usage-only chunk. `[DONE]` then emits `usage` and `finish`, in that order, as the
+ *   contract wants.
  * - Usage: `inputTokens` = cache misses (`prompt_tokens` − hits), `cacheReadTokens` = hits
  *   (`prompt_cache_hit_tokens`, or `prompt_tokens_details.cached_tokens`), `outputTokens` =
  *   `completion_tokens`, `reasoningTokens` from `completion_tokens_details`.
@@ -36,7 +37,7 @@
  *
  * @since 0.1.0
  */
-import { Assembler, type Content, type FinishReason, Ids, LlmError, type StreamChunk as Chunk, type Usage } from "@dsh/llm"
+import { Assembler, type FinishReason, Ids, LlmError, type StreamChunk as Chunk, type Usage } from "@dsh/llm"
 import { excerpt, fromStreamError } from "./Failure.ts"
 import type * as Wire from "./Wire.ts"
 
@@ -118,8 +119,19 @@ export const usage = (u: Wire.Usage): Usage.Usage => {
 export const joinName = (name: string, piece: string): string =>
   piece.startsWith(name) ? piece : name + piece
 
-interface Call {
+/**
+ * A block being built: its number, and the Assembler that builds it from its own deltas, so
+ * that `block-end` carries what the one implementation of accumulation made of them. One
+ * Assembler per block, not one for the answer: a snapshot of the whole answer copies every
+ * block so far, and taking one at each block-end made an answer of many blocks quadratic (tens
+ * of seconds of synchronous work for 20 000 blocks, which no timeout can cut short).
+ */
+interface Building {
   readonly block: number
+  readonly assembler: Assembler.Assembler
+}
+
+interface Call extends Building {
   /** How errors name the call: its wire index. */
   readonly label: string
   id: string | undefined
@@ -140,10 +152,9 @@ const present = (value: string | null | undefined): string | undefined =>
  * @category constructors
  */
 export const make = (provider = "DeepSeek"): Translator => {
-  const assembler = Assembler.make()
   let nextBlock = 0
   // the open text or reasoning block
-  let sequential: { readonly kind: "text" | "reasoning"; readonly block: number } | undefined
+  let sequential: (Building & { readonly kind: "text" | "reasoning" }) | undefined
   // open tool calls, in block order, and how fragments find them
   const calls: Array<Call> = []
   const byIndex = new Map<number, Call>()
@@ -154,35 +165,34 @@ export const make = (provider = "DeepSeek"): Translator => {
 
   const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
 
-  const emit = (chunk: Chunk.StreamChunk, out: Array<Chunk.StreamChunk>) => {
-    assembler.push(chunk)
+  const emit = (building: Building, chunk: Chunk.StreamChunk, out: Array<Chunk.StreamChunk>) => {
+    building.assembler.push(chunk)
     out.push(chunk)
   }
 
-  // The block as the assembler built it from its deltas. Blocks are numbered 0, 1, 2… in
-  // order and every number is either ended or open, so the snapshot's position is the index.
-  const built = (block: number): Content.ContentBlock => assembler.snapshot()[block]!
+  const start = (blockType: string, out: Array<Chunk.StreamChunk>): Building => {
+    const building = { block: nextBlock++, assembler: Assembler.make() }
+    emit(building, { type: "block-start", index: building.block, blockType }, out)
+    return building
+  }
 
-  const end = (block: number, out: Array<Chunk.StreamChunk>) => emit({ type: "block-end", index: block, block: built(block) }, out)
+  // the only block its assembler holds, as built from its deltas
+  const end = (building: Building, out: Array<Chunk.StreamChunk>) =>
+    out.push({ type: "block-end", index: building.block, block: building.assembler.snapshot()[0]! })
 
   const closeSequential = (out: Array<Chunk.StreamChunk>) => {
     if (sequential === undefined) return
-    end(sequential.block, out)
+    end(sequential, out)
     sequential = undefined
   }
 
   const grow = (kind: "text" | "reasoning", delta: string, out: Array<Chunk.StreamChunk>) => {
     if (sequential?.kind !== kind) {
       closeSequential(out)
-      sequential = { kind, block: nextBlock++ }
-      emit({ type: "block-start", index: sequential.block, blockType: kind }, out)
+      sequential = { kind, ...start(kind, out) }
     }
-    emit(
-      kind === "text"
-        ? { type: "text-delta", index: sequential.block, delta }
-        : { type: "reasoning-delta", index: sequential.block, delta },
-      out
-    )
+    const index = sequential.block
+    emit(sequential, kind === "text" ? { type: "text-delta", index, delta } : { type: "reasoning-delta", index, delta }, out)
   }
 
   // The Assembler keeps the first name a call's deltas carry (a different later one is a
@@ -196,12 +206,14 @@ export const make = (provider = "DeepSeek"): Translator => {
     call.announced = true
     const argumentsDelta = call.pending
     call.pending = ""
-    emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), name: call.name, argumentsDelta }, out)
+    emit(call, { type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), name: call.name, argumentsDelta }, out)
   }
 
   const growArguments = (call: Call, fragment: string, out: Array<Chunk.StreamChunk>) => {
     if (call.announced) {
-      if (fragment !== "") emit({ type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), argumentsDelta: fragment }, out)
+      if (fragment !== "") {
+        emit(call, { type: "tool-call-delta", index: call.block, id: Ids.callId(call.id!), argumentsDelta: fragment }, out)
+      }
       return
     }
     call.pending += fragment
@@ -210,10 +222,9 @@ export const make = (provider = "DeepSeek"): Translator => {
 
   const startCall = (label: string, out: Array<Chunk.StreamChunk>): Call => {
     closeSequential(out)
-    const call: Call = { block: nextBlock++, label, id: undefined, name: "", pending: "", announced: false }
+    const call: Call = { ...start("tool-call", out), label, id: undefined, name: "", pending: "", announced: false }
     calls.push(call)
     latest = call
-    emit({ type: "block-start", index: call.block, blockType: "tool-call" }, out)
     return call
   }
 
@@ -265,8 +276,8 @@ export const make = (provider = "DeepSeek"): Translator => {
   const closeAll = (out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
     const open: Array<{ readonly block: number; readonly close: () => LlmError.LlmError | undefined }> = []
     if (sequential !== undefined) {
-      const block = sequential.block
-      open.push({ block, close: () => void end(block, out) })
+      const building = sequential
+      open.push({ block: building.block, close: () => void end(building, out) })
       sequential = undefined
     }
     for (const call of calls) {
@@ -276,7 +287,7 @@ export const make = (provider = "DeepSeek"): Translator => {
           if (call.id === undefined) return protocol(`${call.label} never got an id`)
           if (call.name === "") return protocol(`${call.label} (${call.id}) never got a name`)
           if (!call.announced) announce(call, out)
-          end(call.block, out)
+          end(call, out)
           return undefined
         }
       })
@@ -331,8 +342,8 @@ export const make = (provider = "DeepSeek"): Translator => {
 
   const done = (out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
     if (finish === undefined) return protocol("[DONE] arrived before any finish_reason")
-    if (reported !== undefined) emit({ type: "usage", usage: reported }, out)
-    emit({ type: "finish", reason: finish }, out)
+    if (reported !== undefined) out.push({ type: "usage", usage: reported })
+    out.push({ type: "finish", reason: finish })
     return undefined
   }
 

@@ -117,6 +117,32 @@ describe("hostile responses end typed, never as defects", () => {
   }
 })
 
+describe("hostile responses cost time in proportion to their size", () => {
+  // Before each block-end was built by its own assembler, closing a block took a snapshot of
+  // the whole answer: 20 000 blocks took tens of seconds of one synchronous stretch, which no
+  // idle timeout or interruption can cut short.
+  const blocks = 20_000
+  const calls = `data: ${JSON.stringify(Fixture.chunk({
+    tool_calls: Array.from({ length: blocks }, (_, i) => ({ index: i, id: `c${i}`, function: { name: "f", arguments: "{}" } }))
+  }))}\n\n`
+  const alternating = Array.from(
+    { length: blocks },
+    (_, i) => `data: ${JSON.stringify(Fixture.chunk(i % 2 === 0 ? { reasoning_content: "r" } : { content: "t" }))}\n\n`
+  ).join("")
+  for (const [name, body, finish] of [["20 000 tool calls", calls, "tool_calls"], ["20 000 alternating blocks", alternating, "stop"]] as const) {
+    it.live(name, () =>
+      Effect.gen(function*() {
+        const writes = [opening, body, Fixture.data(Fixture.chunk({}, { finish })), Fixture.done]
+        const started = Date.now()
+        const { outcome } = yield* streamWith({ description: name, writes }, request("hi"), { idleTimeout: "30 seconds" })
+        const took = Date.now() - started
+        expect(outcome.failure?.message).toBeUndefined()
+        expect(outcome.assembled.message.content.length).toBe(blocks)
+        expect(took).toBeLessThan(5_000)
+      }), 60_000)
+  }
+})
+
 describe("the decoder's last line of defence", () => {
   it("turns anything a step throws into LlmProtocolError, and stays failed", () => {
     const decoder = Decoder.make()
