@@ -10,11 +10,11 @@
  *   that give every call index 0), and a fragment without an index continues the call its id
  *   names, else the latest call. A call's id is the first one a fragment carries (repeats
  *   change nothing); its name is joined from the pieces its fragments carry
- *   ({@link joinName}), like its arguments. The call is announced by one `tool-call-delta` carrying id, the whole name
- *   and every argument fragment so far, as soon as it has an id, a name and the first
- *   argument text (a name arriving after the first argument fragment costs nothing); later
- *   fragments stream as they come. A call that never got arguments is announced with
- *   `argumentsDelta: ""` when it closes.
+ *   ({@link joinName}), like its arguments. The call is announced by one `tool-call-delta`
+ *   carrying id, the whole name and every argument fragment so far, as soon as it has an id,
+ *   a name and the first argument text (a name arriving after the first argument fragment
+ *   costs nothing); later fragments stream as they come. A call that never got arguments is
+ *   announced with `argumentsDelta: ""` when it closes.
  * - `finish_reason` (`""` counts as none, as `null` does) closes every open block
  *   (`block-end` carries the block as an `@dsh/llm` Assembler built it from the block's
  *   deltas: one implementation of accumulation) and is kept: `usage` may still follow, in a
@@ -145,6 +145,7 @@ interface Call extends Building {
 // A wire string that says something: servers write `null` or `""` for "nothing here".
 const present = (value: string | null | undefined): string | undefined =>
   value === undefined || value === null || value === "" ? undefined : value
+
 /**
  * Creates a translator. `provider` names the server in error messages.
  *

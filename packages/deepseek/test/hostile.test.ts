@@ -31,55 +31,113 @@ interface Hostile {
   readonly wanted: Wanted
 }
 
+// every response opens like a real one: a role chunk, then the hostile part
+const entry = (name: string, writes: ReadonlyArray<Fixture.Write>, wanted: Wanted): Hostile => ({
+  name,
+  writes: [opening, ...writes],
+  wanted
+})
+const fails = (code: ErrorCode.ErrorCode, includes?: string, tag?: string): Wanted => ({
+  fails: code,
+  ...(includes === undefined ? {} : { includes }),
+  ...(tag === undefined ? {} : { tag })
+})
+const ends = (finish: Extract<Wanted, { finish: unknown }>["finish"]): Wanted => ({ finish })
+
 const errorEvent = (error: unknown): Fixture.Write => `data: ${JSON.stringify({ error })}\n\n`
+// `data: ` and then raw bytes
+const dataBytes = (...bytes: ReadonlyArray<number>): Fixture.Write => ({ bytes: [100, 97, 116, 97, 58, 32, ...bytes] })
+const mebibytes11 = "x".repeat(11 * 1024 * 1024)
 
 const hostile: ReadonlyArray<Hostile> = [
-  // deep nesting (JSON.parse copes; nothing may recurse over the value afterwards)
-  { name: "a data line nested 100 000 levels deep", writes: [opening, `data: ${deepArray}\n\n`], wanted: { fails: "LLM_PROTOCOL", includes: "not a chat completion chunk" } },
-  { name: "a deep value under a key nobody reads", writes: [opening, `data: {"x":${deepObject},"choices":[]}\n\n`, stop, Fixture.done], wanted: { finish: { kind: "stop" } } },
-  { name: "a deep value where a string belongs", writes: [opening, `data: {"choices":[{"index":0,"delta":{"content":${deepArray}}}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
-  { name: "a deep error object", writes: [opening, `data: {"error":${deepObject}}\n\n`], wanted: { fails: "LLM_SERVER" } },
-  { name: "a deep error code", writes: [opening, `data: {"error":{"message":"m","code":${deepArray}}}\n\n`], wanted: { fails: "LLM_SERVER", includes: ": m" } },
-  { name: "a deep event: error", writes: [opening, `event: error\ndata: ${deepObject}\n\n`], wanted: { fails: "LLM_SERVER" } },
+  // deep nesting: JSON.parse copes, and nothing may recurse over the value afterwards
+  entry("a data line nested 100 000 levels deep", [`data: ${deepArray}\n\n`], fails("LLM_PROTOCOL", "not a chat completion chunk")),
+  entry("a deep value under a key nobody reads", [`data: {"x":${deepObject},"choices":[]}\n\n`, stop, Fixture.done], ends({ kind: "stop" })),
+  entry("a deep value where a string belongs", [`data: {"choices":[{"index":0,"delta":{"content":${deepArray}}}]}\n\n`], fails("LLM_PROTOCOL")),
+  entry("a deep error object", [`data: {"error":${deepObject}}\n\n`], fails("LLM_SERVER")),
+  entry("a deep error code", [`data: {"error":{"message":"m","code":${deepArray}}}\n\n`], fails("LLM_SERVER", ": m")),
+  entry("a deep event: error", [`event: error\ndata: ${deepObject}\n\n`], fails("LLM_SERVER")),
   // size
-  { name: "a line of 11 MiB that never ends", writes: [opening, `data: "${"x".repeat(11 * 1024 * 1024)}`], wanted: { fails: "LLM_PROTOCOL", includes: "maximum size" } },
-  { name: "an event of 11 MiB", writes: [opening, `data: "${"x".repeat(11 * 1024 * 1024)}"\n\n`, stop, Fixture.done], wanted: { fails: "LLM_PROTOCOL" } },
+  entry("a line of 11 MiB that never ends", [`data: "${mebibytes11}`], fails("LLM_PROTOCOL", "maximum size")),
+  entry("an event of 11 MiB", [`data: "${mebibytes11}"\n\n`, stop, Fixture.done], fails("LLM_PROTOCOL")),
   // encoding
-  { name: "a byte that is never UTF-8", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 255, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
-  { name: "an encoded lone surrogate", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xed, 0xa0, 0x80, 34, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
-  { name: "an overlong encoding", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xc0, 0xaf, 34, 10, 10] }], wanted: { fails: "LLM_PROTOCOL", includes: "not valid UTF-8" } },
-  { name: "a body cut inside a character", writes: [opening, { bytes: [100, 97, 116, 97, 58, 32, 34, 0xe6, 0x95] }], wanted: { fails: "LLM_PROTOCOL", includes: "UTF-8" } },
+  entry("a byte that is never UTF-8", [dataBytes(255, 10, 10)], fails("LLM_PROTOCOL", "not valid UTF-8")),
+  entry("an encoded lone surrogate", [dataBytes(34, 0xed, 0xa0, 0x80, 34, 10, 10)], fails("LLM_PROTOCOL", "not valid UTF-8")),
+  entry("an overlong encoding", [dataBytes(34, 0xc0, 0xaf, 34, 10, 10)], fails("LLM_PROTOCOL", "not valid UTF-8")),
+  entry("a body cut inside a character", [dataBytes(34, 0xe6, 0x95)], fails("LLM_PROTOCOL", "UTF-8")),
   // JSON that is not a chunk
-  ...["42", "null", "\"text\"", "[]", "true", "1e400"].map((json): Hostile => ({
-    name: `data: ${json}`,
-    writes: [opening, `data: ${json}\n\n`],
-    wanted: { fails: "LLM_PROTOCOL", includes: "not a chat completion chunk" }
-  })),
-  { name: "usage counts beyond any integer", writes: [opening, `data: {"choices":[],"usage":{"prompt_tokens":1e400,"completion_tokens":1}}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
-  { name: "a tool-call index beyond any integer", writes: [opening, `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1e308,"id":"c","function":{"name":"f"}}]}}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  ...["42", "null", "\"text\"", "[]", "true", "1e400"].map((json) =>
+    entry(`data: ${json}`, [`data: ${json}\n\n`], fails("LLM_PROTOCOL", "not a chat completion chunk"))
+  ),
+  entry(
+    "usage counts beyond any integer",
+    [`data: {"choices":[],"usage":{"prompt_tokens":1e400,"completion_tokens":1}}\n\n`],
+    fails("LLM_PROTOCOL")
+  ),
+  entry(
+    "a tool-call index beyond any integer",
+    [`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1e308,"id":"c","function":{"name":"f"}}]}}]}\n\n`],
+    fails("LLM_PROTOCOL")
+  ),
   // finish reasons
-  { name: "an unknown finish_reason", writes: [opening, text({ content: "x" }, "tired"), Fixture.done], wanted: { finish: { kind: "other", name: "tired", raw: "tired" } } },
-  { name: "a finish_reason of 100 000 characters", writes: [opening, text({ content: "x" }, "z".repeat(100_000)), Fixture.done], wanted: { finish: { kind: "other" } } },
-  { name: "finish_reason: error", writes: [opening, text({ content: "Par" }), text({ content: "" }, "error"), Fixture.done], wanted: { finish: { kind: "error", code: "LLM_SERVER", raw: "error" } } },
-  { name: "a finish_reason that is not a string", writes: [opening, `data: {"choices":[{"index":0,"delta":{},"finish_reason":7}]}\n\n`], wanted: { fails: "LLM_PROTOCOL" } },
+  entry("an unknown finish_reason", [text({ content: "x" }, "tired"), Fixture.done], ends({ kind: "other", name: "tired", raw: "tired" })),
+  entry("a finish_reason of 100 000 characters", [text({ content: "x" }, "z".repeat(100_000)), Fixture.done], ends({ kind: "other" })),
+  entry(
+    "finish_reason: error",
+    [text({ content: "Par" }), text({ content: "" }, "error"), Fixture.done],
+    ends({ kind: "error", code: "LLM_SERVER", raw: "error" })
+  ),
+  entry("a finish_reason that is not a string", [`data: {"choices":[{"index":0,"delta":{},"finish_reason":7}]}\n\n`], fails("LLM_PROTOCOL")),
   // errors the server reports in the stream, with its own codes
-  { name: "an error with the provider's code upstream_overloaded", writes: [opening, errorEvent({ message: "try again later", type: "server_error", code: "upstream_overloaded" })], wanted: { fails: "LLM_SERVER", tag: "LlmServerError", includes: "upstream_overloaded" } },
-  { name: "an error coded rate_limit_exceeded", writes: [opening, errorEvent({ message: "slow down", type: "requests", code: "rate_limit_exceeded" })], wanted: { fails: "LLM_RATE_LIMIT", tag: "LlmRateLimitError", includes: "rate_limit_exceeded" } },
-  { name: "an error typed rate_limit_error", writes: [opening, errorEvent({ message: "slow down", type: "rate_limit_error" })], wanted: { fails: "LLM_RATE_LIMIT" } },
-  { name: "an error coded 429 (a number)", writes: [opening, errorEvent({ message: "slow down", code: 429 })], wanted: { fails: "LLM_RATE_LIMIT", includes: "429" } },
-  { name: "an error coded 502", writes: [opening, errorEvent({ message: "bad gateway", code: 502 })], wanted: { fails: "LLM_SERVER" } },
-  { name: "an error coded invalid_api_key", writes: [opening, errorEvent({ message: "bad key", type: "invalid_request_error", code: "invalid_api_key" })], wanted: { fails: "LLM_AUTH" } },
-  { name: "an error coded insufficient_quota", writes: [opening, errorEvent({ message: "pay up", type: "insufficient_quota" })], wanted: { fails: "LLM_AUTH" } },
-  { name: "an error coded context_length_exceeded", writes: [opening, errorEvent({ message: "too long", type: "invalid_request_error", code: "context_length_exceeded" })], wanted: { fails: "LLM_INVALID_REQUEST" } },
-  { name: "an error carrying a catalog code", writes: [opening, errorEvent({ message: "relayed", code: "LLM_RATE_LIMIT" })], wanted: { fails: "LLM_RATE_LIMIT" } },
-  { name: "an error carrying a code of another layer", writes: [opening, errorEvent({ message: "relayed", code: "TOOL_DENIED" })], wanted: { fails: "LLM_SERVER", includes: "TOOL_DENIED" } },
-  { name: "an error that is a bare string", writes: [opening, errorEvent("overloaded")], wanted: { fails: "LLM_SERVER", includes: "overloaded" } },
-  { name: "an error whose message is not a string", writes: [opening, errorEvent({ message: 5, code: "upstream_overloaded" })], wanted: { fails: "LLM_SERVER", includes: "upstream_overloaded" } },
-  { name: "an error whose message is 1 MB", writes: [opening, errorEvent({ message: "m".repeat(1_000_000) })], wanted: { fails: "LLM_SERVER" } },
-  { name: "an error beside a finish_reason error", writes: [opening, `data: {"error":{"message":"upstream died","code":"server_error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\n`], wanted: { fails: "LLM_SERVER", includes: "upstream died" } },
-  { name: "event: error coded rate_limit_exceeded", writes: [opening, `event: error\ndata: {"error":{"message":"slow down","code":"rate_limit_exceeded"}}\n\n`], wanted: { fails: "LLM_RATE_LIMIT" } },
-  { name: "event: error that is plain text", writes: [opening, "event: error\ndata: upstream went away\n\n"], wanted: { fails: "LLM_SERVER", includes: "upstream went away" } },
-  { name: "event: error that is a bare JSON string", writes: [opening, "event: error\ndata: \"overloaded\"\n\n"], wanted: { fails: "LLM_SERVER", includes: "overloaded" } }
+  entry(
+    "an error with the provider's code upstream_overloaded",
+    [errorEvent({ message: "try again later", type: "server_error", code: "upstream_overloaded" })],
+    fails("LLM_SERVER", "upstream_overloaded", "LlmServerError")
+  ),
+  entry(
+    "an error coded rate_limit_exceeded",
+    [errorEvent({ message: "slow down", type: "requests", code: "rate_limit_exceeded" })],
+    fails("LLM_RATE_LIMIT", "rate_limit_exceeded", "LlmRateLimitError")
+  ),
+  entry("an error typed rate_limit_error", [errorEvent({ message: "slow down", type: "rate_limit_error" })], fails("LLM_RATE_LIMIT")),
+  entry("an error coded 429 (a number)", [errorEvent({ message: "slow down", code: 429 })], fails("LLM_RATE_LIMIT", "429")),
+  entry("an error coded 502", [errorEvent({ message: "bad gateway", code: 502 })], fails("LLM_SERVER")),
+  entry(
+    "an error coded invalid_api_key",
+    [errorEvent({ message: "bad key", type: "invalid_request_error", code: "invalid_api_key" })],
+    fails("LLM_AUTH")
+  ),
+  entry("an error typed insufficient_quota", [errorEvent({ message: "pay up", type: "insufficient_quota" })], fails("LLM_AUTH")),
+  entry(
+    "an error coded context_length_exceeded",
+    [errorEvent({ message: "too long", type: "invalid_request_error", code: "context_length_exceeded" })],
+    fails("LLM_INVALID_REQUEST")
+  ),
+  entry("an error carrying a catalog code", [errorEvent({ message: "relayed", code: "LLM_RATE_LIMIT" })], fails("LLM_RATE_LIMIT")),
+  entry(
+    "an error carrying a code of another layer",
+    [errorEvent({ message: "relayed", code: "TOOL_DENIED" })],
+    fails("LLM_SERVER", "TOOL_DENIED")
+  ),
+  entry("an error that is a bare string", [errorEvent("overloaded")], fails("LLM_SERVER", "overloaded")),
+  entry(
+    "an error whose message is not a string",
+    [errorEvent({ message: 5, code: "upstream_overloaded" })],
+    fails("LLM_SERVER", "upstream_overloaded")
+  ),
+  entry("an error whose message is 1 MB", [errorEvent({ message: "m".repeat(1_000_000) })], fails("LLM_SERVER")),
+  entry(
+    "an error beside a finish_reason error",
+    [`data: {"error":{"message":"upstream died","code":"server_error"},"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}\n\n`],
+    fails("LLM_SERVER", "upstream died")
+  ),
+  entry(
+    "event: error coded rate_limit_exceeded",
+    [`event: error\ndata: {"error":{"message":"slow down","code":"rate_limit_exceeded"}}\n\n`],
+    fails("LLM_RATE_LIMIT")
+  ),
+  entry("event: error that is plain text", ["event: error\ndata: upstream went away\n\n"], fails("LLM_SERVER", "upstream went away")),
+  entry("event: error that is a bare JSON string", ["event: error\ndata: \"overloaded\"\n\n"], fails("LLM_SERVER", "overloaded"))
 ]
 
 /** Longest message an error may carry here: what the adapter quotes is bounded. */
