@@ -40,7 +40,7 @@
  */
 import { Content, ErrorCode, type HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
 import { Cause, Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
-import { describeDefect, isCatalogError, preview, suggest, truncate } from "./internal/text.ts"
+import { describeDefect, isCatalogError, preview, shownName, suggest, truncate } from "./internal/text.ts"
 import * as Tool from "./Tool.ts"
 import * as ToolArgs from "./ToolArgs.ts"
 import {
@@ -182,7 +182,7 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
       }),
       Effect.withSpan(
         "Tool.execute",
-        { attributes: { "dsh.tool": call.name, "dsh.tool.call_id": call.id } },
+        { attributes: { "dsh.tool": shownName(call.name), "dsh.tool.call_id": call.id } },
         // The call site would always be this line: not worth an Error per call.
         { captureStackTrace: false }
       )
@@ -259,17 +259,18 @@ const bodyFailure = (tool: string, cause: Cause.Cause<unknown>): HarnessError.Ha
   }
   const die = cause.reasons.find(Cause.isDieReason)
   if (die !== undefined) return toolFailed(tool, die.defect)
-  return new AbortedError({ tool, message: `Tool "${tool}" was interrupted before it finished` })
+  return new AbortedError({ tool, message: `Tool "${shownName(tool)}" was interrupted before it finished` })
 }
 
 const toolFailed = (tool: string, defect: unknown): ToolFailedError =>
-  new ToolFailedError({ tool, message: `Tool "${tool}" failed: ${describeDefect(defect)}`, cause: defect })
+  new ToolFailedError({ tool, message: `Tool "${shownName(tool)}" failed: ${describeDefect(defect)}`, cause: defect })
 
 const unknownTool = (tool: string, available: ReadonlyArray<string>): UnknownToolError => {
   const meant = suggest(tool, available)
+  const shown = shownName(tool)
   const message = available.length === 0
-    ? `Unknown tool "${tool}": no tools are available`
-    : `Unknown tool "${tool}"${meant === undefined ? "." : `, did you mean "${meant}"?`} Available tools: ${
+    ? `Unknown tool "${shown}": no tools are available`
+    : `Unknown tool "${shown}"${meant === undefined ? "." : `, did you mean "${meant}"?`} Available tools: ${
       available.join(", ")
     }`
   return new UnknownToolError({ tool, available, message })
@@ -323,7 +324,7 @@ const checkedAnswer = (
 const misanswered = (middleware: string, call: Content.ToolCallBlock, what: string): Middleware.MiddlewareError =>
   new Middleware.MiddlewareError({
     middleware,
-    message: `Middleware "${middleware}" answered a call to tool "${call.name}" with ${what}`
+    message: `Middleware "${middleware}" answered a call to tool "${shownName(call.name)}" with ${what}`
   })
 
 const middlewareFailure = (
@@ -334,14 +335,16 @@ const middlewareFailure = (
   if (Cause.hasInterruptsOnly(cause)) {
     return new AbortedError({
       tool: call.name,
-      message: `Tool "${call.name}" was interrupted by middleware "${middleware}" before it finished`
+      message: `Tool "${shownName(call.name)}" was interrupted by middleware "${middleware}" before it finished`
     })
   }
   const reason = cause.reasons.find((r) => Cause.isFailReason(r) || Cause.isDieReason(r))
   const defect = reason === undefined ? undefined : Cause.isFailReason(reason) ? reason.error : reason.defect
   return new Middleware.MiddlewareError({
     middleware,
-    message: `Middleware "${middleware}" failed while handling a call to tool "${call.name}": ${describeDefect(defect)}`,
+    message: `Middleware "${middleware}" failed while handling a call to tool "${
+      shownName(call.name)
+    }": ${describeDefect(defect)}`,
     cause: defect
   })
 }

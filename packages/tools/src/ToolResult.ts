@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Content, HarnessError } from "@dsh/llm"
+import { shownName } from "./internal/text.ts"
 import type * as Tool from "./Tool.ts"
 import { AbortedError, ToolDeniedError } from "./ToolError.ts"
 
@@ -47,7 +48,7 @@ export const aborted = (call: Content.ToolCallBlock, reason?: string): Content.T
     call,
     new AbortedError({
       tool: call.name,
-      message: `Tool "${call.name}" was aborted before it finished${reason === undefined ? "" : `: ${reason}`}`,
+      message: `Tool "${shownName(call.name)}" was aborted before it finished${reason === undefined ? "" : `: ${reason}`}`,
       ...(reason === undefined ? {} : { reason })
     })
   )
@@ -61,7 +62,7 @@ export const aborted = (call: Content.ToolCallBlock, reason?: string): Content.T
 export const denied = (call: Content.ToolCallBlock, reason: string): Content.ToolResultBlock =>
   failure(
     call,
-    new ToolDeniedError({ tool: call.name, reason, message: `Tool "${call.name}" was denied: ${reason}` })
+    new ToolDeniedError({ tool: call.name, reason, message: `Tool "${shownName(call.name)}" was denied: ${reason}` })
   )
 
 /**

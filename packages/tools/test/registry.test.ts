@@ -1,5 +1,5 @@
 import { Content, type HarnessError, LlmError } from "@dsh/llm"
-import { Tool, ToolErrors, ToolRegistry, ToolResult, Tools } from "@dsh/tools"
+import { Tool, ToolErrors, ToolMiddleware, ToolRegistry, ToolResult, Tools } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, Result, Schema, Scope, Tracer } from "effect"
 import { TestClock } from "effect/testing"
@@ -547,4 +547,32 @@ describe("ToolRegistry.execute: hostile arguments and hostile outcomes", () => {
         )
       )
     ))
+
+  it.effect("a hostile tool name is cut wherever it is echoed: text, denial, middleware blame, span", () => {
+    const spans: Array<Tracer.NativeSpan> = []
+    const tracer = Tracer.make({
+      span(options) {
+        const span = new Tracer.NativeSpan(options)
+        spans.push(span)
+        return span
+      }
+    })
+    const name = (letter: string) => letter.repeat(1_000_000)
+    const shown = (letter: string) => `"${letter.repeat(63)}…"`
+    return Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.use(ToolMiddleware.denyWhen("no-y", (c) => (c.name.startsWith("y") ? "not this one" : undefined)))
+      yield* registry.use({ name: "z-breaks", around: (c, next) => (c.name.startsWith("z") ? Effect.die("broken") : next(c)) })
+      expect(yield* registry.execute(call(name("x"), {}))).toStrictEqual(
+        failed("call-1", `Unknown tool ${shown("x")}. Available tools: bash`, "UnknownToolError", "UNKNOWN_TOOL")
+      )
+      expect(ToolResult.textOf(yield* registry.execute(call(name("y"), {})))).toBe(`Tool ${shown("y")} was denied: not this one`)
+      expect(ToolResult.textOf(yield* registry.execute(call(name("z"), {})))).toBe(
+        `Middleware "z-breaks" failed while handling a call to tool ${shown("z")}: broken`
+      )
+      expect(ToolResult.textOf(ToolResult.aborted(call(name("w"), {})))).toBe(`Tool ${shown("w")} was aborted before it finished`)
+      const attributes = spans.filter((s) => s.name === "Tool.execute").map((s) => s.attributes.get("dsh.tool"))
+      expect(attributes).toStrictEqual([shown("x"), shown("y"), shown("z")].map((q) => q.slice(1, -1)))
+    }).pipe(Effect.provide(registryWith(bash)), Effect.withTracer(tracer))
+  })
 })

@@ -98,6 +98,15 @@ export const truncate = (text: string, max: number): string =>
   text.length <= max ? text : `${cutCodePoints(text, max)}… (${text.length} characters)`
 
 /**
+ * A call's tool name as messages show it. The model writes the name, and a call is answered
+ * (unknown, denied, aborted, blamed on a middleware) before anything checks it, so a name
+ * longer than any valid one (64 characters) is cut rather than echoed.
+ *
+ * @internal
+ */
+export const shownName = (name: string): string => clip(name, 64)
+
+/**
  * Cuts a text to at most `max` characters, the last of them `…`.
  *
  * @internal
