@@ -113,7 +113,7 @@ export const make = (options: Options = {}): Decoder => {
     try {
       json = JSON.parse(ev.data)
     } catch (error) {
-      return protocol(`an event's data is not JSON (${(error as Error).message}): ${JSON.stringify(excerpt(ev.data, 120))}`)
+      return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(ev.data, 120))}`)
     }
     const decoded = decodeChunk(json)
     if (decoded._tag === "Failure") {

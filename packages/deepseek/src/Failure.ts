@@ -212,9 +212,10 @@ const statusCode = (status: number): LlmCode => {
   return "LLM_SERVER"
 }
 
-// What providers' error codes and types say, tried in order: "rate_limit_exceeded" with type
-// "invalid_request_error" is a rate limit, "insufficient_quota" (an account that cannot pay,
-// like HTTP 402) is not retried, "invalid_api_key" is an auth failure before it is invalid.
+// What providers' error codes and types say, tried in order, because one error often says
+// two things: "rate_limit_exceeded" with type "invalid_request_error" is a rate limit,
+// "insufficient_quota" is an account that cannot pay (an auth failure, as HTTP 402 is), and
+// "invalid_api_key" is an auth failure before it is an invalid request.
 const words: ReadonlyArray<readonly [RegExp, LlmCode]> = [
   [/rate.?limit|throttl|too.?many.?requests|resource.?exhausted/, "LLM_RATE_LIMIT"],
   [/quota|balance|billing|payment/, "LLM_AUTH"],
