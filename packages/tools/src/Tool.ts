@@ -18,6 +18,7 @@
 import { type Content, HarnessError, type ModelRequest } from "@dsh/llm"
 import { Duration, type Effect, Option, Predicate, Result, Schema } from "effect"
 import { isEmptyStruct } from "./internal/json.ts"
+import { clip } from "./internal/text.ts"
 import { InvalidToolError } from "./ToolError.ts"
 
 /**
@@ -238,7 +239,8 @@ export const validateName = (name: string): Result.Result<string, InvalidToolErr
     new InvalidToolError({
       tool: name,
       reason: "name",
-      message: `Tool name ${JSON.stringify(name)} is invalid: a tool name must be 1 to 64 characters, ` +
+      // Names come from outside too (an MCP server): cut, not echoed whole.
+      message: `Tool name ${JSON.stringify(clip(name, 120))} is invalid: a tool name must be 1 to 64 characters, ` +
         "each a letter, a digit, '_' or '-' (providers reject any other name)"
     })
   )

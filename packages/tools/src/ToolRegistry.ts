@@ -19,7 +19,7 @@
  * | the body failed with a typed error | that error's own code and message |
  * | the body failed with anything else, or a code not in the catalog | `TOOL_FAILED` (its message) |
  * | the body threw or died | `TOOL_FAILED` (the defect's message, no stack trace) |
- * | the body returned neither text nor valid content blocks | `TOOL_FAILED` |
+ * | the body returned neither text nor valid content blocks (custom data nested too deeply) | `TOOL_FAILED` |
  * | the body ran longer than the tool's timeout | `TOOL_TIMEOUT` |
  * | the body was interrupted from inside | `ABORTED` |
  * | a middleware vetoed the call | `TOOL_DENIED` (by convention, see `ToolMiddleware.deny`) |
@@ -40,6 +40,7 @@
  */
 import { Content, ErrorCode, type HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
 import { Cause, Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
+import { beyondDepth } from "./internal/json.ts"
 import { describeDefect, isCatalogError, preview, shownName, suggest, truncate } from "./internal/text.ts"
 import * as Tool from "./Tool.ts"
 import * as ToolArgs from "./ToolArgs.ts"
@@ -234,20 +235,24 @@ const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.E
 const isContent = Schema.is(Content.ToolResultContent)
 
 // Types rule out anything but text or content blocks, but raw tools wrap code we do not own
-// (an MCP server), and a malformed block would reach the session log and the provider.
-const isOutput = (output: unknown): output is Tool.Output =>
-  typeof output === "string" || (Array.isArray(output) && output.every(isContent))
+// (an MCP server), and a malformed block would reach the session log and the provider: why
+// the output cannot be sent on, or `undefined` when it can.
+const outputProblem = (output: unknown): string | undefined => {
+  if (typeof output === "string") return undefined
+  if (!Array.isArray(output) || !output.every(isContent)) return "it returned neither text nor content blocks"
+  // `Schema.Json` takes any depth, but writing the log (JSON.stringify) does not.
+  const deep = output.some((block: Content.ToolResultContent) =>
+    block.type === "custom" && beyondDepth(block.data, ToolArgs.maxDepth) !== undefined
+  )
+  return deep ? `it returned a custom block whose data nests deeper than ${ToolArgs.maxDepth} levels` : undefined
+}
 
-const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolResultBlock =>
-  isOutput(output)
+const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolResultBlock => {
+  const problem = outputProblem(output)
+  return problem === undefined
     ? ToolResult.success(call, output)
-    : ToolResult.failure(
-      call,
-      new ToolFailedError({
-        tool: call.name,
-        message: `Tool "${call.name}" failed: it returned neither text nor content blocks`
-      })
-    )
+    : ToolResult.failure(call, new ToolFailedError({ tool: call.name, message: `Tool "${call.name}" failed: ${problem}` }))
+}
 
 // Total (every read of the failure is guarded): it runs in the last line of defence too, where
 // a throw would kill `execute`.

@@ -548,6 +548,32 @@ describe("ToolRegistry.execute: hostile arguments and hostile outcomes", () => {
       )
     ))
 
+  it.effect("a raw tool returning a custom block nested past the depth limit is TOOL_FAILED, not a log that cannot be written", () =>
+    Effect.gen(function*() {
+      expect(yield* execute(call("mcp__deep", ""))).toStrictEqual(
+        failed(
+          "call-1",
+          `Tool "mcp__deep" failed: it returned a custom block whose data nests deeper than 256 levels`,
+          "ToolFailedError",
+          "TOOL_FAILED"
+        )
+      )
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          Tool.fromJsonSchema("mcp__deep", {
+            description: "x",
+            parameters: { type: "object" },
+            execute: () => {
+              let data: Schema.Json = 1
+              for (let i = 0; i < 100_000; i++) data = [data]
+              return Effect.succeed([{ type: "custom", kind: "mcp/resource", data }])
+            }
+          })
+        )
+      )
+    ))
+
   it.effect("a hostile tool name is cut wherever it is echoed: text, denial, middleware blame, span", () => {
     const spans: Array<Tracer.NativeSpan> = []
     const tracer = Tracer.make({

@@ -255,6 +255,16 @@ describe("Tool.wireSchema", () => {
     )
   })
 
+  it("a hostile name (an MCP server's) is cut in the message", () => {
+    const name = "x".repeat(1_000_000)
+    const error = refusal(Tool.make(name, { description: "x", parameters: Schema.Struct({}), execute: () => Effect.succeed("") }))
+    expect(error.tool).toBe(name)
+    expect(error.message).toBe(
+      `Tool name "${"x".repeat(119)}…" is invalid: a tool name must be 1 to 64 characters, ` +
+        "each a letter, a digit, '_' or '-' (providers reject any other name)"
+    )
+  })
+
   it.each(["a", "A-b_9", "a".repeat(64)])("accepts the name %j", (name) => {
     expect(Result.isSuccess(Tool.validateName(name))).toBe(true)
   })
