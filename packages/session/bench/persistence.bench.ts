@@ -133,7 +133,7 @@ const resumeBench = (directory: string) =>
     const resumed = yield* Effect.gen(function*() {
       const jsonl = yield* JsonlSessions.JsonlSessions
       const start = performance.now()
-      const session = yield* jsonl.resume(id)
+      const { session } = yield* jsonl.resume(id)
       const resumeMs = performance.now() - start
       const seq = yield* session.seq
       yield* session.append("user/message", { content: [{ type: "text", text: "after resume" }], source: "user" })

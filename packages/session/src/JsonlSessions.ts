@@ -1,13 +1,33 @@
 /**
  * JSONL persistence: every session of the store in its own file, written behind the log and
- * made durable at the flush checkpoint.
+ * made durable at the flush checkpoint, with one writer per file.
  *
  * ## Format (version 1)
  *
  * `<directory>/<encodeURIComponent(id)>.jsonl`: a header line
  * `{"format":"dsh-session","version":1,"sessionId":…,"createdAt":…}`, then one event per line
  * (encoded through the `SessionEvent` Schema), event `seq` n on line n + 2. Every line ends with
- * a newline.
+ * a newline. Any event the session accepted and the Schema encodes is written, however deep its
+ * data: past the depth `JSON.stringify` recurses to, lines are written by an iterative writer
+ * (same text), and read back by `JSON.parse`, which does not recurse.
+ *
+ * ## One writer per file
+ *
+ * A session file is written by one session of one process at a time: whoever opens it for
+ * writing — {@link JsonlSessions.resume}, or a new session at its first flush, before its file
+ * is created — takes the lock `<file>.lock` ({@link lockFile}) and holds it until the session's
+ * scope closes (after its final flush) or the layer closes. The lock file names its holder (pid,
+ * host, a random token, start times). It is created atomically (a complete temporary file
+ * hard-linked into place, which fails when the lock exists); a lock whose process is gone (same
+ * host, `process.kill(pid, 0)` finds none) is stale and taken over, under a guard file
+ * (`<file>.lock.takeover`) so two processes cannot both take it; a lock of another host is
+ * always held. A second writer is refused: `resume` fails with `SessionLockedError`
+ * (`SESSION_LOCKED`) naming the holder; a new session's flushes fail with a `PersistenceError`
+ * naming it. Before each write a session checks that the lock still holds its token and that
+ * the file has the length it left: if not (the lock was taken from it, or another program
+ * wrote the file) it stops writing for good, every later flush failing with a
+ * `PersistenceError`, so two writers cannot interleave lines. See ADR 0016 for what this does
+ * not cover.
  *
  * ## Writing
  *
@@ -19,30 +39,43 @@
  *
  * A failed write or fsync is a `PersistenceError` naming the file. The next flush first cuts
  * the file back to its last durable length — a half-written batch would otherwise sit in the
- * middle of the file — and retries from the last durable event.
+ * middle of the file — and retries from the last durable event. An event the Schema cannot
+ * encode (the session does not check core data) fails the flush with a `PersistenceError`
+ * naming its `seq`, after the events before it are written; nothing after it is persisted.
  *
  * The file is created at the session's first flush, header only, under a temporary name,
  * fsynced and then hard-linked to its final name (and the directory fsynced), so a file under
- * its final name always has a complete header: a crash can tear only the last event line. The link refuses to replace an
- * existing file: a session created in the store whose file already exists fails every flush
- * with a `PersistenceError` and never touches that file. The store creates sessions before
- * this layer hears of them, so the refusal cannot come earlier; continue an existing file with
- * {@link JsonlSessions.resume}.
+ * its final name always has a complete header: a crash can tear only the last event line. The
+ * link refuses to replace an existing file: a session created in the store whose file already
+ * exists fails every flush with a `PersistenceError` and never touches that file. The store
+ * creates sessions before this layer hears of them, so the refusal cannot come earlier;
+ * continue an existing file with {@link JsonlSessions.resume}.
  *
  * ## Reading
  *
- * {@link load} decodes the header and every line. A torn last line — no trailing newline, or
- * a final line that does not decode, which is what a crash in the middle of a write leaves —
- * is dropped and reported in `torn`. Anything else (a malformed line before the last one, a
- * bad header, a `seq` that does not continue) is a `CorruptLogError` naming the file and line.
- * `resume` cuts a torn tail off the file and seeds a new session of the store with the loaded
- * events, so it continues `seq` and appends to the same file.
+ * {@link load} decodes the header and every line. The one thing it repairs is what a crash in
+ * the middle of a write leaves: a last line without its newline, which is dropped and reported
+ * in `torn`. Anything else — a complete line that is not an event, wherever it is, a bad
+ * header, a `seq` that does not continue — is a `CorruptLogError` naming the file and line.
+ *
+ * ## Resuming
+ *
+ * {@link JsonlSessions.resume} takes the lock, loads the file and seeds a new session of the
+ * store with its events, so it continues `seq` and appends to the same file. Before it hands
+ * the session back it logs what it repaired, and returns it in {@link Resumed} `repairs`: a
+ * torn last line as a `session/repair` event of kind `torn-tail` (the line is cut off the file
+ * by the first flush, which writes that event: until then a crash finds the file as it was),
+ * then a turn the log left open — the process died mid-turn — closed by
+ * `Closing.closeInterrupted` (a `session/repair` of kind `interrupted-turn`, open tool calls
+ * answered `TOOL_OUTCOME_UNKNOWN`, the turn ended `interrupted`).
  *
  * @since 0.1.0
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
+import { HarnessError } from "@dsh/llm"
 import {
+  Cause,
   Context,
   Effect,
   Exit,
@@ -57,9 +90,11 @@ import {
   Semaphore,
   Stream
 } from "effect"
+import * as Closing from "./Closing.ts"
 import { FlushCheckpoint } from "./FlushCheckpoint.ts"
+import * as LockFile from "./internal/lockFile.ts"
 import type * as Session from "./Session.ts"
-import { CorruptLogError, PersistenceError, SessionExistsError } from "./SessionError.ts"
+import { CorruptLogError, PersistenceError, SessionExistsError, SessionLockedError } from "./SessionError.ts"
 import * as SessionEvent from "./SessionEvent.ts"
 import { SessionStore } from "./SessionStore.ts"
 
@@ -99,7 +134,9 @@ export const Header = Schema.Struct({
 export type Header = typeof Header.Type
 
 /**
- * A last line that a crash cut short; {@link load} drops it.
+ * A last line that a crash cut short — it has no newline, since the write was cut — which
+ * {@link load} drops. (A complete line that is not an event is never taken for one: it is a
+ * `CorruptLogError`.)
  *
  * @since 0.1.0
  * @category models
@@ -109,11 +146,8 @@ export interface Torn {
   readonly line: number
   /** What it holds, decoded as UTF-8 (a cut inside a character leaves a replacement character). */
   readonly text: string
-  /**
-   * `unterminated`: it has no trailing newline (the write was cut); `undecodable`: it ends
-   * with a newline but is not an event.
-   */
-  readonly reason: "unterminated" | "undecodable"
+  /** Its length in bytes: what cutting it off the file removes. */
+  readonly bytes: number
 }
 
 /**
@@ -154,6 +188,20 @@ export interface Entry {
 }
 
 /**
+ * A resumed session and what resuming it repaired, in the order of the `session/repair`
+ * events that record each repair in its log (logged right after the loaded events, before
+ * anything else): a torn last line (`torn-tail`), then a turn the log left open
+ * (`interrupted-turn`). Empty when the file ended cleanly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Resumed {
+  readonly session: Session.Session
+  readonly repairs: ReadonlyArray<SessionEvent.Repair>
+}
+
+/**
  * Options of {@link layer}.
  *
  * @since 0.1.0
@@ -173,14 +221,21 @@ export class JsonlSessions extends Context.Service<JsonlSessions, {
   /** The path of a session's file. */
   readonly file: (id: string) => string
   /**
-   * Loads a session file and creates the session in the store, seeded with its events, for
-   * the current scope: it continues `seq` and appends to the same file. A torn last line is
-   * cut off the file first. Fails with `SessionExistsError` while a session with this id is
-   * open.
+   * Takes the file's lock, loads the file and creates the session in the store, seeded with
+   * its events, for the current scope: it continues `seq` and appends to the same file, and
+   * holds the lock until the scope closes. Before returning it repairs and logs what a crash
+   * left (a torn last line, a turn left open; see {@link Resumed}). Fails with
+   * `SessionExistsError` while a session with this id is open in this store, and with
+   * `SessionLockedError` while another writer (another process, or another layer of this
+   * one) holds the file.
    */
   readonly resume: (
     id: string
-  ) => Effect.Effect<Session.Session, PersistenceError | CorruptLogError | SessionExistsError, Scope.Scope>
+  ) => Effect.Effect<
+    Resumed,
+    PersistenceError | CorruptLogError | SessionExistsError | SessionLockedError,
+    Scope.Scope
+  >
   /** {@link load} in this directory. */
   readonly load: (id: string) => Effect.Effect<Loaded, PersistenceError | CorruptLogError>
   /** {@link list} of this directory. */
@@ -191,7 +246,7 @@ export class JsonlSessions extends Context.Service<JsonlSessions, {
 // encoding
 
 const NEWLINE = 0x0a
-const encodeEvent = Schema.encodeSync(SessionEvent.SessionEvent)
+const encodeEvent = Schema.encodeUnknownResult(SessionEvent.SessionEvent)
 const decodeEvent = Schema.decodeUnknownResult(SessionEvent.SessionEvent)
 const encodeHeader = Schema.encodeSync(Header)
 const decodeHeader = Schema.decodeUnknownResult(Header)
@@ -224,12 +279,114 @@ export const headerLine = (sessionId: string, createdAt: number): string =>
   JSON.stringify(encodeHeader({ format, version, sessionId, createdAt })) + "\n"
 
 /**
- * The line of an event, newline included.
+ * The lock file of a session file (see the module documentation): `<file>.lock`.
  *
  * @since 0.1.0
  * @category utils
  */
-export const eventLine = (event: SessionEvent.SessionEvent): string => JSON.stringify(encodeEvent(event)) + "\n"
+export const lockFile = (file: string): string => `${file}.lock`
+
+/**
+ * The line of an event, newline included (see {@link encodeLine}); throws when the Schema
+ * cannot encode the event.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const eventLine = (event: SessionEvent.SessionEvent): string => {
+  const line = encodeLine(event)
+  if (Result.isFailure(line)) throw new TypeError(line.failure)
+  return line.success
+}
+
+/**
+ * The line of an event, newline included, or why it has none: the Schema cannot encode it. Any
+ * encodable event has one, however deeply its data nests.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const encodeLine = (event: SessionEvent.SessionEvent): Result.Result<string, string> => {
+  try {
+    const encoded = encodeEvent(event)
+    if (Result.isFailure(encoded)) return Result.fail(encoded.failure.message)
+    return Result.succeed(stringify(encoded.success) + "\n")
+  } catch (error) {
+    return Result.fail(HarnessError.describe(error))
+  }
+}
+
+// JSON.stringify recurses, and runs out of stack some thousands of levels down; data that deep
+// is rare, so it pays for the slower writer only when it has it.
+const stringify = (json: unknown): string => {
+  try {
+    return JSON.stringify(json)
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error
+    return stringifyIteratively(json)
+  }
+}
+
+/** An array or object being written, and how far. */
+interface Open {
+  readonly node: object
+  /** The keys of an object; undefined for an array. */
+  readonly keys: ReadonlyArray<string> | undefined
+  next: number
+  written: number
+}
+
+// JSON.stringify omits these members of an object, and writes them as null in an array
+const isOmitted = (value: unknown) =>
+  value === undefined || typeof value === "function" || typeof value === "symbol"
+
+/**
+ * `JSON.stringify` of JSON data (what the Schema encodes to) with a stack of its own: the same
+ * text at any depth. A cycle, which JSON data cannot have, throws instead of looping.
+ */
+const stringifyIteratively = (root: unknown): string => {
+  const parts: Array<string> = []
+  const stack: Array<Open> = []
+  const onPath = new Set<object>()
+  const enter = (value: unknown) => {
+    if (typeof value !== "object" || value === null) {
+      parts.push(JSON.stringify(value) ?? "null")
+      return
+    }
+    if (onPath.has(value)) throw new TypeError("cannot write a cyclic value as JSON")
+    onPath.add(value)
+    const isArray = Array.isArray(value)
+    parts.push(isArray ? "[" : "{")
+    stack.push({ node: value, keys: isArray ? undefined : Object.keys(value), next: 0, written: 0 })
+  }
+  enter(root)
+  while (stack.length > 0) {
+    const open = stack[stack.length - 1]!
+    if (open.keys === undefined) {
+      const array = open.node as ReadonlyArray<unknown>
+      if (open.next === array.length) {
+        parts.push("]")
+        onPath.delete(stack.pop()!.node)
+        continue
+      }
+      if (open.next > 0) parts.push(",")
+      enter(array[open.next++])
+      continue
+    }
+    const record = open.node as Readonly<Record<string, unknown>>
+    while (open.next < open.keys.length && isOmitted(record[open.keys[open.next]!])) open.next++
+    if (open.next === open.keys.length) {
+      parts.push("}")
+      onPath.delete(stack.pop()!.node)
+      continue
+    }
+    const key = open.keys[open.next++]!
+    if (open.written++ > 0) parts.push(",")
+    parts.push(JSON.stringify(key), ":")
+    enter(record[key])
+  }
+  return parts.join("")
+}
 
 const corrupt = (file: string, line: number, message: string) =>
   new CorruptLogError({ message: `${file}:${line}: ${message}`, file, line })
@@ -262,8 +419,12 @@ const readHeader = (file: string, text: string): Result.Result<Header, CorruptLo
 const readEvent = (text: string): Result.Result<SessionEvent.SessionEvent, string> => {
   const json = parseJson(text)
   if (Result.isFailure(json)) return Result.fail(json.failure)
-  const event = decodeEvent(json.success)
-  return Result.isFailure(event) ? Result.fail(`not a session event: ${event.failure.message}`) : Result.succeed(event.success)
+  try {
+    const event = decodeEvent(json.success)
+    return Result.isFailure(event) ? Result.fail(`not a session event: ${event.failure.message}`) : Result.succeed(event.success)
+  } catch (error) {
+    return Result.fail(`cannot be decoded: ${HarnessError.describe(error)}`)
+  }
 }
 
 // Lines are decoded a block at a time: one string per line would cost an allocation per line,
@@ -277,6 +438,16 @@ const BLOCK_BYTES = 4 * 1024 * 1024
  * @category decoding
  */
 export const parse = (file: string, data: Uint8Array): Result.Result<Loaded, CorruptLogError> => {
+  const position = { line: 1 }
+  try {
+    return parseLines(file, data, position)
+  } catch (error) {
+    // what the engine refuses (a line longer than its longest string) is not a torn line either
+    return Result.fail(corrupt(file, position.line, `cannot be read: ${HarnessError.describe(error)}`))
+  }
+}
+
+const parseLines = (file: string, data: Uint8Array, position: { line: number }): Result.Result<Loaded, CorruptLogError> => {
   const decoder = new TextDecoder()
   const headerEnd = data.indexOf(NEWLINE)
   if (headerEnd < 0) {
@@ -287,40 +458,28 @@ export const parse = (file: string, data: Uint8Array): Result.Result<Loaded, Cor
 
   const complete = data.lastIndexOf(NEWLINE) + 1
   const events: Array<SessionEvent.SessionEvent> = []
-  let line = 1
-  // a line that did not decode: acceptable only as the very last line of the file
-  let pending: { readonly line: number; readonly text: string; readonly problem: string } | undefined
   let start = headerEnd + 1
   while (start < complete) {
     const end = data.indexOf(NEWLINE, Math.min(complete, start + BLOCK_BYTES) - 1) + 1
     const lines = decoder.decode(data.subarray(start, end)).split("\n")
     lines.pop()
     for (const text of lines) {
-      line++
-      if (pending !== undefined) return Result.fail(corrupt(file, pending.line, pending.problem))
+      position.line++
+      // a complete line was written whole: if it is not an event, no crash explains it
       const event = readEvent(text)
-      if (Result.isFailure(event)) {
-        pending = { line, text, problem: event.failure }
-        continue
-      }
+      if (Result.isFailure(event)) return Result.fail(corrupt(file, position.line, event.failure))
       if (event.success.seq !== events.length) {
-        return Result.fail(corrupt(file, line, `expected seq ${events.length}, found seq ${event.success.seq}`))
+        return Result.fail(corrupt(file, position.line, `expected seq ${events.length}, found seq ${event.success.seq}`))
       }
       events.push(event.success)
     }
     start = end
   }
 
-  let torn: Torn | undefined
-  let bytes = complete
-  if (complete < data.length) {
-    if (pending !== undefined) return Result.fail(corrupt(file, pending.line, pending.problem))
-    torn = { line: line + 1, text: decoder.decode(data.subarray(complete)), reason: "unterminated" }
-  } else if (pending !== undefined) {
-    torn = { line: pending.line, text: pending.text, reason: "undecodable" }
-    bytes = data.lastIndexOf(NEWLINE, complete - 2) + 1
-  }
-  return Result.succeed({ file, header: header.success, events, torn, bytes })
+  const torn: Torn | undefined = complete < data.length
+    ? { line: position.line + 1, text: decoder.decode(data.subarray(complete)), bytes: data.length - complete }
+    : undefined
+  return Result.succeed({ file, header: header.success, events, torn, bytes: complete })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,9 +507,10 @@ export const loadFile = (
 
 /**
  * Loads the file of session `id` in `directory`: the header and every event, each line
- * decoded through the event Schemas. A torn last line is dropped and reported in `torn`; any
- * other problem is a `CorruptLogError` naming the file and line (a header naming another
- * session included). A missing or unreadable file is a `PersistenceError`.
+ * decoded through the event Schemas. A torn last line (no newline: a cut write) is dropped and
+ * reported in `torn`; any other problem — a complete line that is not an event included, even
+ * the last — is a `CorruptLogError` naming the file and line (a header naming another session
+ * included). A missing or unreadable file is a `PersistenceError`.
  *
  * @since 0.1.0
  * @category decoding
@@ -372,7 +532,7 @@ export const load = (
 const SCAN_BYTES = 1024 * 1024
 
 // Reads one file for `list` without decoding every line: it counts newlines, then decodes only
-// the header and the last line or two.
+// the header and the last complete line.
 const scan = (file: string, id: string) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -382,8 +542,8 @@ const scan = (file: string, id: string) =>
     let size = 0
     let newlines = 0
     let first = -1
-    // offsets of the last three newlines, most recent last
-    const last = [-1, -1, -1]
+    // offsets of the last two newlines, most recent last
+    const last = [-1, -1]
     for (;;) {
       const chunk = yield* handle.readAlloc(SCAN_BYTES).pipe(Effect.mapError(fail))
       if (Option.isNone(chunk)) break
@@ -392,8 +552,7 @@ const scan = (file: string, id: string) =>
         if (first < 0) first = size + i
         newlines++
         last[0] = last[1]!
-        last[1] = last[2]!
-        last[2] = size + i
+        last[1] = size + i
       }
       size += data.length
     }
@@ -407,20 +566,17 @@ const scan = (file: string, id: string) =>
     if (header.sessionId !== id) {
       return yield* corrupt(file, 1, `the header names session ${JSON.stringify(header.sessionId)}, not ${JSON.stringify(id)}`)
     }
-    let events = newlines - 1
-    let torn = size > last[2]! + 1
+    const events = newlines - 1
+    const torn = size > last[1]! + 1
     let lastTime: number | undefined
     if (events > 0) {
-      const final = readEvent(yield* range(last[1]! + 1, last[2]!))
-      if (Result.isSuccess(final)) lastTime = final.success.time
-      else {
-        torn = true
-        events--
-        if (events > 0) {
-          const before = readEvent(yield* range(last[0]! + 1, last[1]!))
-          if (Result.isSuccess(before)) lastTime = before.success.time
-        }
+      // the last complete line is line `newlines`: what load says of it, list says too
+      const final = readEvent(yield* range(last[0]! + 1, last[1]!))
+      if (Result.isFailure(final)) return yield* corrupt(file, newlines, final.failure)
+      if (final.success.seq !== events - 1) {
+        return yield* corrupt(file, newlines, `expected seq ${events - 1}, found seq ${final.success.seq}`)
       }
+      lastTime = final.success.time
     }
     const entry: Entry = {
       id,
@@ -436,9 +592,11 @@ const scan = (file: string, id: string) =>
 
 /**
  * The sessions of a directory (every `*.jsonl` file), sorted by id, with their sizes, event
- * counts and last activity. Only the header and the last lines are decoded — {@link load}
- * checks every line. A file without a valid header (or whose header names another session
- * than its file name) is a `CorruptLogError`, not skipped.
+ * counts and last activity. Only the header and the last complete line are decoded —
+ * {@link load} checks every line — and about those two it agrees with {@link load}: a file
+ * without a valid header (or whose header names another session than its file name), or whose
+ * last complete line is not the event its position says, is a `CorruptLogError`, not skipped
+ * or counted as torn.
  *
  * @since 0.1.0
  * @category decoding
@@ -464,20 +622,43 @@ export const list = (
 interface State {
   readonly session: Session.Session
   readonly file: string
-  readonly lock: Semaphore.Semaphore
+  /** One flush at a time. */
+  readonly serial: Semaphore.Semaphore
   /** Events before this seq are durable in the file. */
   written: number
   /** The file's length after the last successful fsync; undefined until the file exists. */
   durable: number | undefined
   /** Whether the directory was fsynced since the file got its name (so the name survives a crash). */
   named: boolean
-  /** A write or fsync failed since: the bytes past `durable` cannot be trusted. */
+  /** The bytes past `durable` cannot be trusted: a write or fsync failed since, or a resume found a torn line there. */
   dirty: boolean
   handle: { readonly file: FileSystem.File; readonly scope: Scope.Closeable } | undefined
+  /** The file's lock, while this session may write the file. */
+  lock: LockFile.Held | undefined
+  /** Why this session must not write its file any more (its lock was lost, the file changed behind it): for good. */
+  lost: string | undefined
+  /** The session closed and gave its file and lock back: it writes no more. */
+  released: boolean
+}
+
+/** A file being resumed: the session the store creates for it continues the file instead of creating it. */
+interface Resuming {
+  readonly events: ReadonlyArray<SessionEvent.SessionEvent>
+  readonly bytes: number
+  readonly torn: boolean
+  readonly lock: LockFile.Held
 }
 
 // Keep each write call and its encoded buffer bounded, whatever the size of the flush.
 const WRITE_CHUNK_CHARS = 1024 * 1024
+
+const tornTailRepair = (loaded: Loaded, torn: Torn): SessionEvent.Repair => ({
+  kind: "torn-tail",
+  line: torn.line,
+  bytes: torn.bytes,
+  message: `line ${torn.line} of ${loaded.file} had no newline, so a crash cut its write short: ` +
+    `${torn.bytes} bytes cut off the file, which holds events up to seq ${loaded.events.length - 1} intact`
+})
 
 /**
  * The layer without its platform: requires `FileSystem` and `Path` besides the store and the
@@ -503,17 +684,16 @@ export const layerNoDeps = (
       const platform = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
       const directory = path.resolve(options.directory)
       const fileOf = (id: string) => path.join(directory, fileName(id))
+      const host = LockFile.nodeHost
 
       yield* fs.makeDirectory(directory, { recursive: true }).pipe(
         Effect.mapError(ioError("", `cannot create the session directory ${directory}`))
       )
 
       const states = new WeakMap<Session.Session, State>()
-      // states that may still have something to write or a file handle to close
+      // states that may still have something to write, a file handle or a lock to give back
       const active = new Set<State>()
-      // files being resumed, by session id: the session the store creates for them continues
-      // the file instead of creating it
-      const resuming = new Map<string, { readonly events: ReadonlyArray<SessionEvent.SessionEvent>; readonly bytes: number }>()
+      const resuming = new Map<string, Resuming>()
 
       const stateFor = (session: Session.Session): Effect.Effect<State> =>
         Effect.gen(function*() {
@@ -532,12 +712,16 @@ export const layerNoDeps = (
           const state: State = {
             session,
             file: fileOf(session.id),
-            lock: Semaphore.makeUnsafe(1),
+            serial: Semaphore.makeUnsafe(1),
             written: continues ? session.seeded : 0,
             durable: continues ? resumed!.bytes : undefined,
             named: continues,
-            dirty: false,
-            handle: undefined
+            // a torn line is cut by the first flush, which writes the repair that reports it
+            dirty: continues && resumed!.torn,
+            handle: undefined,
+            lock: continues ? resumed!.lock : undefined,
+            lost: undefined,
+            released: false
           }
           if (continues) resuming.delete(session.id)
           states.set(session, state)
@@ -545,36 +729,101 @@ export const layerNoDeps = (
           return state
         })
 
+      const failure = (state: State, message: string, cause?: unknown) =>
+        new PersistenceError({ message, sessionId: state.session.id, ...(cause === undefined ? {} : { cause }) })
+
       const syncDirectory = Effect.scoped(
         Effect.flatMap(fs.open(directory, { flag: "r" }), (handle) => handle.sync)
       )
+
+      const lockedError = (id: string, refused: LockFile.Refused, what: string) =>
+        new SessionLockedError({
+          message: `${what} session ${JSON.stringify(id)}: ${refused.message}`,
+          sessionId: id,
+          ...(refused.holder === undefined ? {} : { holder: refused.holder })
+        })
+
+      const takeLock = (id: string, file: string) =>
+        LockFile.acquire(fs, host, lockFile(file), `write session ${JSON.stringify(id)}`)
+
+      const giveLockBack = (id: string, lock: LockFile.Held) =>
+        LockFile.release(fs, lock).pipe(
+          Effect.catch((error) => Effect.logWarning(`JsonlSessions: cannot remove the lock ${lock.path} of session ${id}: ${error.message}`))
+        )
+
+      // Stops a state writing for good: whatever happened to its file, its idea of the file's
+      // length can no longer be trusted.
+      const lose = (state: State, why: string) => {
+        state.lost = `session ${JSON.stringify(state.session.id)} stopped writing ${state.file}: ${why}, ` +
+          "so another process may be writing it (resume the session to go on)"
+        state.lock = undefined
+        return failure(state, state.lost)
+      }
+
+      // The lock is taken before a new session's file is created, and checked before every
+      // write of a session that holds it.
+      const ensureWriter = (state: State) =>
+        Effect.gen(function*() {
+          if (state.released) {
+            return yield* failure(state, `cannot write ${state.file}: session ${state.session.id} closed and gave the file back`)
+          }
+          if (state.lost !== undefined) return yield* failure(state, state.lost)
+          if (state.lock === undefined) {
+            state.lock = yield* takeLock(state.session.id, state.file).pipe(
+              Effect.mapError((error) =>
+                error._tag === "Refused"
+                  ? failure(state, `cannot write ${state.file}: ${error.message}`, lockedError(state.session.id, error, "cannot write"))
+                  : ioError(state.session.id, `cannot lock ${state.file}`)(error)
+              )
+            )
+            return
+          }
+          const problem = yield* LockFile.check(fs, state.lock).pipe(
+            Effect.mapError(ioError(state.session.id, `cannot check the lock of ${state.file}`))
+          )
+          if (problem !== undefined) return yield* lose(state, problem)
+        })
 
       // Creates the file with its header under a temporary name and links it into place: the
       // link fails rather than replace a file, and the final name never holds a torn header.
       const create = (state: State) => {
         const temporary = `${state.file}.${crypto.randomUUID()}.tmp`
-        const header = utf8.encode(headerLine(state.session.id, state.session.createdAt))
         const fail = ioError(state.session.id, `cannot create ${state.file}`)
-        return Effect.scoped(Effect.gen(function*() {
-          const handle = yield* fs.open(temporary, { flag: "wx" })
-          yield* handle.writeAll(header)
-          yield* handle.sync
-        })).pipe(
-          Effect.andThen(fs.link(temporary, state.file)),
-          Effect.ensuring(Effect.ignore(fs.remove(temporary, { force: true }))),
-          Effect.mapError((cause) =>
-            cause.reason._tag === "AlreadyExists"
-              ? new PersistenceError({
-                message: `cannot create ${state.file}: the file exists already. It belongs to an earlier session ` +
-                  `with id ${JSON.stringify(state.session.id)}; continue it with JsonlSessions.resume, or use another id`,
-                sessionId: state.session.id,
-                cause
-              })
-              : fail(cause)
-          ),
-          Effect.tap(() => Effect.sync(() => (state.durable = header.length)))
-        )
+        return Effect.gen(function*() {
+          const header = yield* Effect.try({
+            try: () => utf8.encode(headerLine(state.session.id, state.session.createdAt)),
+            catch: (error) => failure(state, `cannot encode the header of ${state.file}: ${HarnessError.describe(error)}`)
+          })
+          yield* Effect.scoped(Effect.gen(function*() {
+            const handle = yield* fs.open(temporary, { flag: "wx" })
+            yield* handle.writeAll(header)
+            yield* handle.sync
+          })).pipe(
+            Effect.andThen(fs.link(temporary, state.file)),
+            Effect.ensuring(Effect.ignore(fs.remove(temporary, { force: true }))),
+            Effect.catch((cause) =>
+              cause.reason._tag === "AlreadyExists"
+                ? exists(state, cause)
+                : Effect.fail(fail(cause))
+            )
+          )
+          state.durable = header.length
+        })
       }
+
+      // The file is someone else's: give back the lock that was taken for it.
+      const exists = (state: State, cause: PlatformError.PlatformError) =>
+        Effect.gen(function*() {
+          const lock = state.lock
+          state.lock = undefined
+          if (lock !== undefined) yield* giveLockBack(state.session.id, lock)
+          return yield* failure(
+            state,
+            `cannot create ${state.file}: the file exists already. It belongs to an earlier session ` +
+              `with id ${JSON.stringify(state.session.id)}; continue it with JsonlSessions.resume, or use another id`,
+            cause
+          )
+        })
 
       const openHandle = (state: State) =>
         Effect.gen(function*() {
@@ -588,61 +837,103 @@ export const layerNoDeps = (
           return file
         })
 
+      // The file must be as this session left it: `durable` long, or longer after a failed
+      // write (or at a torn line). Anything else means someone else wrote it.
+      const checkLength = (state: State, file: FileSystem.File, durable: number) =>
+        Effect.gen(function*() {
+          const info = yield* file.stat.pipe(Effect.mapError(ioError(state.session.id, `cannot stat ${state.file}`)))
+          const size = Number(info.size)
+          if (size === durable || (state.dirty && size > durable)) return
+          return yield* lose(state, `it is ${size} bytes long, but this session left it at ${durable}`)
+        })
+
+      /** Writes the lines of `events` up to the first one that cannot be encoded. */
+      const writeLines = (state: State, file: FileSystem.File, events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+        Effect.gen(function*() {
+          const fail = ioError(state.session.id, `cannot write ${state.file}`)
+          let bytes = 0
+          let count = 0
+          let unencodable: string | undefined
+          let text = ""
+          const put = (chunk: string) =>
+            Effect.suspend(() => {
+              const buffer = utf8.encode(chunk)
+              bytes += buffer.length
+              return file.writeAll(buffer).pipe(Effect.mapError(fail))
+            })
+          for (const event of events) {
+            const line = encodeLine(event)
+            if (Result.isFailure(line)) {
+              unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${state.session.id}, ` +
+                `so neither it nor any later event is persisted in ${state.file}: ${line.failure}`
+              break
+            }
+            text += line.success
+            count++
+            if (text.length >= WRITE_CHUNK_CHARS) {
+              yield* put(text)
+              text = ""
+            }
+          }
+          if (text.length > 0) yield* put(text)
+          return { bytes, count, unencodable }
+        })
+
       const write = (state: State) =>
         Effect.gen(function*() {
           const events = yield* state.session.eventsFrom(state.written)
           if (state.durable !== undefined && state.named && !state.dirty && events.length === 0) return
+          yield* ensureWriter(state)
           if (state.durable === undefined) yield* create(state)
           if (!state.named) {
             yield* syncDirectory.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync the directory of ${state.file}`)))
             state.named = true
           }
           const file = yield* openHandle(state)
-          const fail = ioError(state.session.id, `cannot write ${state.file}`)
           const durable = state.durable!
-          if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(fail))
+          yield* checkLength(state, file, durable)
+          if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(ioError(state.session.id, `cannot write ${state.file}`)))
           state.dirty = true
-          let bytes = 0
-          let text = ""
-          for (const event of events) {
-            text += eventLine(event)
-            if (text.length >= WRITE_CHUNK_CHARS) {
-              const chunk = utf8.encode(text)
-              text = ""
-              yield* file.writeAll(chunk).pipe(Effect.mapError(fail))
-              bytes += chunk.length
-            }
-          }
-          if (text.length > 0) {
-            const chunk = utf8.encode(text)
-            yield* file.writeAll(chunk).pipe(Effect.mapError(fail))
-            bytes += chunk.length
-          }
+          const { bytes, count, unencodable } = yield* writeLines(state, file, events)
           yield* file.sync.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync ${state.file}`)))
           state.durable = durable + bytes
-          state.written += events.length
+          state.written += count
           state.dirty = false
+          if (unencodable !== undefined) return yield* failure(state, unencodable)
         })
 
       // A flush half-done is worth nothing, and interrupting one would leave the file dirty for
-      // no gain: once it holds the session's lock it runs to the end.
+      // no gain: once it holds the session's permit it runs to the end.
       const flushState = (state: State) =>
-        state.lock.withPermit(Effect.uninterruptible(write(state))).pipe(
+        state.serial.withPermit(Effect.uninterruptible(write(state))).pipe(
           Effect.withSpan("JsonlSessions.flush", { attributes: { "dsh.session": state.session.id } })
         )
 
+      // Never fails: what cannot be given back is logged, and the next state is released anyway.
+      // Not interruptible either: a release cut short (the layer closing interrupts the fiber
+      // that watches a session close) would forget a lock it has not removed yet.
       const release = (state: State) =>
-        Effect.gen(function*() {
+        Effect.uninterruptible(Effect.gen(function*() {
           active.delete(state)
+          state.released = true
           const handle = state.handle
           state.handle = undefined
           if (handle !== undefined) yield* Scope.close(handle.scope, Exit.void)
-        })
+          const lock = state.lock
+          state.lock = undefined
+          if (lock !== undefined) yield* giveLockBack(state.session.id, lock)
+        }))
 
+      // A failure here has no caller to go to: it is logged, defects included, so that one
+      // session cannot keep the others from being flushed and released.
       const flushAndRelease = (state: State, when: string) =>
         flushState(state).pipe(
           Effect.andThen(release(state)),
-          Effect.catch((error) => Effect.logError(`JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${error.message}`))
+          Effect.catchCause((cause) =>
+            Effect.logError(
+              `JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
+            )
+          )
         )
 
       const fibers = yield* Scope.fork(yield* Effect.scope)
@@ -655,7 +946,7 @@ export const layerNoDeps = (
             concurrency: 8,
             discard: true
           })
-          // what could not be flushed is lost now: at least give the file handles back
+          // what could not be flushed is lost now: at least give the file handles and locks back
           for (const state of active) yield* release(state)
         })
       )
@@ -676,6 +967,42 @@ export const layerNoDeps = (
         Effect.forkIn(fibers)
       )
 
+      // Sessions created before now must not be taken for the one resuming, and a closed
+      // session that owns the file must finish writing it and give it back before it is read
+      // (one that lost the file has nothing it may write: it only lets go).
+      const finishEarlier = (id: string) =>
+        Effect.gen(function*() {
+          for (const session of yield* store.all) yield* stateFor(session)
+          for (const state of active) {
+            if (state.session.id !== id) continue
+            if (state.lost === undefined && (state.durable !== undefined || state.lock !== undefined)) {
+              yield* flushState(state)
+            }
+            yield* release(state)
+          }
+        })
+
+      // The session for a loaded file, holding its lock; what a crash left is repaired and logged
+      // before anyone else can append.
+      const adopt = (id: string, loaded: Loaded, lock: LockFile.Held) =>
+        Effect.gen(function*() {
+          resuming.set(id, { events: loaded.events, bytes: loaded.bytes, torn: loaded.torn !== undefined, lock })
+          const session = yield* store.create({ id, seed: loaded.events }).pipe(
+            Effect.onError(() => Effect.andThen(Effect.sync(() => resuming.delete(id)), giveLockBack(id, lock)))
+          )
+          yield* stateFor(session)
+          const repairs: Array<SessionEvent.Repair> = []
+          if (loaded.torn !== undefined) {
+            const repair = tornTailRepair(loaded, loaded.torn)
+            yield* session.append("session/repair", repair)
+            repairs.push(repair)
+          }
+          const interrupted = yield* Closing.closeInterrupted(session)
+          if (interrupted !== undefined) repairs.push(interrupted)
+          const resumed: Resumed = { session, repairs }
+          return resumed
+        })
+
       const resume = (id: string) =>
         Effect.gen(function*() {
           if (Option.isSome(yield* store.get(id))) {
@@ -684,30 +1011,25 @@ export const layerNoDeps = (
               sessionId: id
             })
           }
-          // sessions created before now must not be taken for the one resuming, and a closed
-          // session that owns the file must finish writing it before it is read
-          for (const session of yield* store.all) yield* stateFor(session)
-          for (const state of active) {
-            if (state.session.id === id && state.durable !== undefined) {
-              yield* flushState(state)
-              yield* release(state)
-            }
-          }
-          const loaded = yield* load(directory, id).pipe(Effect.provideContext(platform))
-          if (loaded.torn !== undefined) {
-            const fail = ioError(id, `cannot cut the torn last line off ${loaded.file}`)
-            yield* Effect.scoped(Effect.gen(function*() {
-              const handle = yield* fs.open(loaded.file, { flag: "r+" })
-              yield* handle.truncate(loaded.bytes)
-              yield* handle.sync
-            })).pipe(Effect.mapError(fail))
-          }
-          resuming.set(id, { events: loaded.events, bytes: loaded.bytes })
-          const session = yield* store.create({ id, seed: loaded.events }).pipe(
-            Effect.onError(() => Effect.sync(() => resuming.delete(id)))
+          yield* finishEarlier(id)
+          const file = fileOf(id)
+          // from the lock on, nothing may be interrupted but the load: the lock is either given
+          // back or handed to the session's state, never dropped
+          return yield* Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function*() {
+              const lock = yield* takeLock(id, file).pipe(
+                Effect.mapError((error) =>
+                  error._tag === "Refused"
+                    ? lockedError(id, error, "cannot resume")
+                    : ioError(id, `cannot lock ${file}`)(error)
+                )
+              )
+              const loaded = yield* restore(load(directory, id).pipe(Effect.provideContext(platform))).pipe(
+                Effect.onError(() => giveLockBack(id, lock))
+              )
+              return yield* adopt(id, loaded, lock)
+            })
           )
-          yield* stateFor(session)
-          return session
         }).pipe(Effect.withSpan("JsonlSessions.resume", { attributes: { "dsh.session": id } }))
 
       return JsonlSessions.of({

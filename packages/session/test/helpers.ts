@@ -457,3 +457,70 @@ export const rng = (seed: number) => {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The structural rules of the event contract, written out again for the session suite (the
+// invariants package is of a higher layer): seq, turn and step pairing, tool events inside
+// their step, and every call of an assistant message answered once before its step ends.
+// ---------------------------------------------------------------------------------------------
+
+/** What `events` breaks of those rules (empty when it breaks none). */
+export const contractViolations = (events: ReadonlyArray<SessionEvent.SessionEvent>): Array<string> => {
+  const out: Array<string> = []
+  let turn: number | undefined
+  let step: number | undefined
+  let calls = new Map<string, { called: boolean; answers: number }>()
+  const closeStep = (at: number) => {
+    for (const [id, call] of calls) {
+      if (call.answers !== 1) out.push(`seq ${at}: call ${id} has ${call.answers} results when its step ends`)
+    }
+    calls = new Map()
+    step = undefined
+  }
+  events.forEach((event, index) => {
+    const at = event.seq
+    if (at !== index) out.push(`event ${index} has seq ${at}`)
+    switch (event.type) {
+      case "turn/start":
+        if (turn !== undefined) out.push(`seq ${at}: turn ${event.data.turn} starts inside turn ${turn}`)
+        turn = event.data.turn
+        break
+      case "turn/end":
+        if (turn !== event.data.turn) out.push(`seq ${at}: turn/end ${event.data.turn} does not end the open turn ${turn}`)
+        if (step !== undefined) out.push(`seq ${at}: turn/end while step ${step} is open`)
+        turn = undefined
+        break
+      case "step/start":
+        if (turn === undefined || step !== undefined) out.push(`seq ${at}: step/start outside a turn or inside a step`)
+        step = event.data.step
+        break
+      case "step/end":
+        if (step !== event.data.step) out.push(`seq ${at}: step/end ${event.data.step} does not end the open step ${step}`)
+        closeStep(at)
+        break
+      case "assistant/message":
+        if (step !== event.data.step) out.push(`seq ${at}: assistant/message outside its step`)
+        for (const block of event.data.content) {
+          if (block.type === "tool-call") calls.set(block.id, { called: false, answers: 0 })
+        }
+        break
+      case "tool/call": {
+        const call = calls.get(event.data.callId)
+        if (step !== event.data.step || call === undefined || call.called) out.push(`seq ${at}: tool/call ${event.data.callId} is not a call of the open step's message`)
+        else call.called = true
+        break
+      }
+      case "tool/result": {
+        const call = calls.get(event.data.callId)
+        if (step !== event.data.step || call === undefined || !call.called) out.push(`seq ${at}: tool/result ${event.data.callId} has no tool/call in the open step`)
+        else call.answers++
+        break
+      }
+      default:
+        break
+    }
+  })
+  if (step !== undefined) out.push(`the log ends inside step ${step}`)
+  if (turn !== undefined) out.push(`the log ends inside turn ${turn}`)
+  return out
+}

@@ -3,11 +3,16 @@
 // order (the trial logic is in fixtures/crash-trial.ts; stress/crash.ts runs many more).
 // A failing trial names its seed; `npx node packages/session/stress/crash.ts --seed <seed>
 // --trials 1` replays it.
+import { History } from "@dsh/llm"
+import { Derivation, FlushCheckpoint, JsonlSessions, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { check, crashTrial, pool, resumeTrial, runChild } from "./fixtures/crash-trial.ts"
+import { contractViolations, providerViolations } from "./helpers.ts"
 
 const TRIALS = 24
 const FIRST_SEED = 4_000
@@ -51,6 +56,45 @@ describe("JsonlSessions: crash safety (SIGKILL)", () => {
         expect(last!.checked.events).toBeGreaterThan(second!.acked)
         expect(last!.checked.torn).toBeUndefined()
       }
+    }), 60_000)
+
+  it("killed while a tool runs: resume takes the stale lock over and closes the turn before handing the session back", () =>
+    withDirectory(async (directory) => {
+      const run = await runChild({ directory, id: "tool", seed: 11, midTurn: true, kill: { afterAcks: 0, at: "tool" } })
+      expect(run.killed).toBe(true)
+      const file = join(directory, JsonlSessions.fileName("tool"))
+      // the dead process's lock is still there
+      expect(existsSync(JsonlSessions.lockFile(file))).toBe(true)
+      const Live = JsonlSessions.layer({ directory }).pipe(
+        Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer))
+      )
+      const resumed = await Effect.runPromise(Effect.gen(function*() {
+        const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("tool")
+        return { repairs, seeded: session.seeded, events: yield* session.events }
+      }).pipe(Effect.scoped, Effect.provide(Live)))
+      expect(resumed.seeded).toBe(run.acked)
+      expect(resumed.repairs).toMatchObject([{ kind: "interrupted-turn", turn: 1, step: 1, calls: 1 }])
+      const added = resumed.events.slice(resumed.seeded)
+      expect(added.map((e) => e.type)).toStrictEqual(["session/repair", "tool/result", "step/end", "turn/end"])
+      expect(added[0]!.data).toStrictEqual(resumed.repairs[0])
+      expect(added[1]!.type === "tool/result" && added[1]!.data).toMatchObject({
+        callId: "crash-call",
+        isError: true,
+        error: { code: "TOOL_OUTCOME_UNKNOWN" }
+      })
+      expect(added[3]!.type === "turn/end" && added[3]!.data.reason.kind).toBe("interrupted")
+      expect(contractViolations(resumed.events)).toStrictEqual([])
+      expect(providerViolations(Derivation.derive(resumed.events))).toStrictEqual([])
+      expect(History.toArray(Derivation.derive(resumed.events)).at(-1)!.content[0]).toMatchObject({
+        type: "tool-result",
+        error: { code: "TOOL_OUTCOME_UNKNOWN" }
+      })
+      // persisted when the session closed, and the lock given back
+      const reloaded = await Effect.runPromise(Effect.gen(function*() {
+        return yield* (yield* JsonlSessions.JsonlSessions).load("tool")
+      }).pipe(Effect.scoped, Effect.provide(Live)))
+      expect(reloaded.events.map((e) => e.type)).toStrictEqual(resumed.events.map((e) => e.type))
+      expect(existsSync(JsonlSessions.lockFile(file))).toBe(false)
     }), 60_000)
 
   it("the checker rejects a file that lost acknowledged events", () =>

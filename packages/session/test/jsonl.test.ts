@@ -1,14 +1,23 @@
-import { Content } from "@dsh/llm"
-import { type CreateOptions, FlushCheckpoint, JsonlSessions, type Session, SessionEvent, SessionStore } from "@dsh/session"
+import { Content, History, Ids } from "@dsh/llm"
+import {
+  type CreateOptions,
+  Derivation,
+  FlushCheckpoint,
+  JsonlSessions,
+  type Session,
+  SessionEvent,
+  SessionStore
+} from "@dsh/session"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as FaultyFs from "./fixtures/faulty-fs.ts"
+import { contractViolations, providerViolations } from "./helpers.ts"
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -123,7 +132,8 @@ describe("JsonlSessions: format and write-behind", () => {
         yield* persisted(directory, withSession({ id: "empty" }, flush))
         expect(lines(join(directory, "empty.jsonl"))).toStrictEqual([headerOf("empty").trim()])
         yield* persisted(directory, Effect.gen(function*() {
-          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("empty")
+          const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("empty")
+          expect(repairs).toStrictEqual([])
           expect(yield* session.seq).toBe(0)
           yield* appendMany(session, 2)
           yield* flush(session)
@@ -208,14 +218,16 @@ describe("JsonlSessions: resume and fork", () => {
         yield* persisted(directory, Effect.gen(function*() {
           const session = yield* (yield* SessionStore).create({ id: "r" })
           yield* session.append("turn/start", { turn: 1, trigger: "send" })
-          yield* appendMany(session, 2)
+          yield* appendMany(session, 1)
+          yield* session.append("turn/end", { turn: 1, reason: { kind: "completed" } })
         }))
         const file = join(directory, "r.jsonl")
         const header = lines(file)[0]
         yield* TestClock.adjust("1 hour")
         yield* persisted(directory, Effect.gen(function*() {
           const original = yield* (yield* JsonlSessions.JsonlSessions).load("r")
-          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("r")
+          const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("r")
+          expect(repairs).toStrictEqual([])
           expect(session.seeded).toBe(3)
           expect(yield* session.seq).toBe(3)
           expect(yield* session.events).toStrictEqual(original.events)
@@ -231,23 +243,52 @@ describe("JsonlSessions: resume and fork", () => {
       })
     ))
 
-  it.effect("resume cuts a torn last line off the file before appending", () =>
+  it.effect("resume reports the torn last line it cuts and logs the repair before anything else", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
         yield* persisted(directory, withSession({ id: "t" }, (s) => appendMany(s, 3)))
         const file = join(directory, "t.jsonl")
         const full = readFileSync(file)
         truncateSync(file, full.length - 10)
-        const seq = yield* persisted(directory, Effect.gen(function*() {
-          const session = yield* (yield* JsonlSessions.JsonlSessions).resume("t")
-          yield* appendMany(session, 2)
-          yield* flush(session)
-          return yield* session.seq
+        const tornBytes = full.length - 10 - (full.lastIndexOf(0x0a, full.length - 2) + 1)
+        const { events, repairs } = yield* persisted(directory, Effect.gen(function*() {
+          const resumed = yield* (yield* JsonlSessions.JsonlSessions).resume("t")
+          const before = yield* resumed.session.events
+          yield* appendMany(resumed.session, 2)
+          yield* flush(resumed.session)
+          return { repairs: resumed.repairs, events: before }
         }))
-        expect(seq).toBe(4)
+        expect(repairs).toHaveLength(1)
+        const repair = repairs[0]!
+        expect(repair).toMatchObject({ kind: "torn-tail", line: 4, bytes: tornBytes })
+        expect(repair.message).toContain(file)
+        expect(repair.message).toContain("line 4")
+        expect(repair.message).toContain(`${tornBytes} bytes`)
+        // the repair is the first event after the loaded ones
+        expect(events.map((e) => e.type)).toStrictEqual(["user/message", "user/message", "session/repair"])
+        expect(events[2]!.data).toStrictEqual(repair)
         const loaded = yield* loadFile(file)
         expect(loaded.torn).toBeUndefined()
-        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2, 3])
+        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2, 3, 4])
+        expect(loaded.events[2]!.data).toStrictEqual(repair)
+      })
+    ))
+
+  it.effect("resume leaves the torn line in the file until the first flush writes the repair with it", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "later" }, (s) => appendMany(s, 2)))
+        const file = join(directory, "later.jsonl")
+        appendFileSync(file, "{\"type\":\"user/mes")
+        const torn = read(file)
+        yield* persisted(directory, Effect.gen(function*() {
+          yield* (yield* JsonlSessions.JsonlSessions).resume("later")
+          // nothing is written at resume: a crash now finds the same torn file and repairs it again
+          expect(read(file)).toBe(torn)
+        }))
+        const loaded = yield* loadFile(file)
+        expect(loaded.torn).toBeUndefined()
+        expect(loaded.events.map((e) => e.type)).toStrictEqual(["user/message", "user/message", "session/repair"])
       })
     ))
 
@@ -271,6 +312,8 @@ describe("JsonlSessions: resume and fork", () => {
         const error = yield* Effect.flip((yield* JsonlSessions.JsonlSessions).resume("nobody"))
         expect(error.code).toBe("PERSISTENCE")
         expect(error.message).toContain(join(directory, "nobody.jsonl"))
+        // the lock taken to read the file is given back
+        expect(readdirSync(directory)).toStrictEqual([])
       }))
     ))
 
@@ -279,7 +322,7 @@ describe("JsonlSessions: resume and fork", () => {
       persisted(directory, Effect.gen(function*() {
         const store = yield* SessionStore
         yield* Effect.scoped(Effect.flatMap(store.create({ id: "again" }), (s) => Effect.andThen(appendMany(s, 2), flush(s))))
-        const session = yield* (yield* JsonlSessions.JsonlSessions).resume("again")
+        const { session } = yield* (yield* JsonlSessions.JsonlSessions).resume("again")
         yield* appendMany(session, 1)
         yield* flush(session)
         const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("again")
@@ -329,6 +372,90 @@ describe("JsonlSessions: resume and fork", () => {
     ))
 })
 
+describe("JsonlSessions: resuming an interrupted turn", () => {
+  const c1 = Ids.callId("c1")
+  const c2 = Ids.callId("c2")
+
+  // what a process that died while running tool c2 leaves: c1 answered, c2 announced only
+  const crashedDuringATool = (session: Session.Session) =>
+    Effect.gen(function*() {
+      yield* session.append("turn/start", { turn: 1, trigger: "send" })
+      yield* text(session, "list and count the files")
+      yield* session.append("step/start", { turn: 1, step: 1 })
+      yield* session.append("model/request", { turn: 1, step: 1, model: "m" })
+      yield* session.append("assistant/message", {
+        turn: 1,
+        step: 1,
+        content: [Content.toolCall(c1, "ls", "{}"), Content.toolCall(c2, "wc", "{}")]
+      })
+      yield* session.append("tool/call", { turn: 1, step: 1, callId: c1, name: "ls", arguments: "{}" })
+      yield* session.append("tool/result", { turn: 1, step: 1, callId: c1, content: [Content.text("a b")], isError: false })
+      yield* session.append("tool/call", { turn: 1, step: 1, callId: c2, name: "wc", arguments: "{}" })
+    })
+
+  const closedAsInterrupted = (events: ReadonlyArray<SessionEvent.SessionEvent>, from: number) => {
+    expect(events.slice(from).map((e) => e.type)).toStrictEqual(["session/repair", "tool/result", "step/end", "turn/end"])
+    const result = events[from + 1]!
+    expect(result.type === "tool/result" && result.data).toMatchObject({
+      callId: c2,
+      isError: true,
+      error: { tag: "ToolOutcomeUnknownError", code: "TOOL_OUTCOME_UNKNOWN" }
+    })
+    const end = events[from + 3]!
+    expect(end.type === "turn/end" && end.data.reason.kind).toBe("interrupted")
+    expect(contractViolations(events)).toStrictEqual([])
+    const history = Derivation.derive(events)
+    expect(providerViolations(history)).toStrictEqual([])
+    // the call is answered by the logged result, not by the derivation's synthetic one
+    const last = History.toArray(history).at(-1)!
+    expect(last.content[0]).toMatchObject({ type: "tool-result", toolCallId: c2, error: { code: "TOOL_OUTCOME_UNKNOWN" } })
+  }
+
+  it.effect("a log cut while a tool ran is closed before resume returns: the repair, TOOL_OUTCOME_UNKNOWN, turn/end interrupted", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "mid" }, crashedDuringATool))
+        const file = join(directory, "mid.jsonl")
+        const resumed = yield* persisted(directory, Effect.gen(function*() {
+          const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("mid")
+          return { repairs, events: yield* session.events }
+        }))
+        expect(resumed.repairs).toStrictEqual([{
+          kind: "interrupted-turn",
+          turn: 1,
+          step: 1,
+          calls: 1,
+          message: expect.stringContaining("turn 1, step 1") as unknown as string
+        }])
+        expect(resumed.events[8]!.data).toStrictEqual(resumed.repairs[0])
+        closedAsInterrupted(resumed.events, 8)
+        // the closing was persisted, so the next resume has nothing to repair
+        const loaded = yield* loadFile(file)
+        expect(loaded.events.map((e) => e.type)).toStrictEqual(resumed.events.map((e) => e.type))
+        const again = yield* persisted(directory, Effect.gen(function*() {
+          return (yield* (yield* JsonlSessions.JsonlSessions).resume("mid")).repairs
+        }))
+        expect(again).toStrictEqual([])
+      })
+    ))
+
+  it.effect("a torn tail and an interrupted turn are both repaired, the torn tail first", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, withSession({ id: "both" }, crashedDuringATool))
+        appendFileSync(join(directory, "both.jsonl"), "{\"type\":\"tool/res")
+        const resumed = yield* persisted(directory, Effect.gen(function*() {
+          const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("both")
+          return { repairs, events: yield* session.events }
+        }))
+        expect(resumed.repairs.map((r) => r.kind)).toStrictEqual(["torn-tail", "interrupted-turn"])
+        expect(resumed.events[8]!.data).toStrictEqual(resumed.repairs[0])
+        closedAsInterrupted(resumed.events, 9)
+        expect((yield* loadFile(join(directory, "both.jsonl"))).events).toHaveLength(resumed.events.length)
+      })
+    ))
+})
+
 describe("JsonlSessions: load", () => {
   it.effect("a cut anywhere in the last line loads as a torn line; a cut after a newline loads complete", () =>
     withDirectory((directory) =>
@@ -360,7 +487,7 @@ describe("JsonlSessions: load", () => {
             expect(loaded.torn).toStrictEqual({
               line: 4,
               text: new TextDecoder().decode(bytes.subarray(lastStart, cut)),
-              reason: "unterminated"
+              bytes: cut - lastStart
             })
             expect(loaded.bytes).toBe(lastStart)
           }
@@ -368,20 +495,14 @@ describe("JsonlSessions: load", () => {
       })
     ))
 
-  it.effect("an undecodable last line ending with a newline is torn too", () =>
-    withDirectory((directory) =>
-      Effect.gen(function*() {
-        const file = join(directory, "u.jsonl")
-        const good = headerOf("u") + line(userEvent(0, "a"))
-        writeFileSync(file, good + "{\"type\":\"user/mess\n")
-        const loaded = yield* loadFile(file)
-        expect(loaded.events).toHaveLength(1)
-        expect(loaded.torn).toStrictEqual({ line: 3, text: "{\"type\":\"user/mess", reason: "undecodable" })
-        expect(loaded.bytes).toBe(Buffer.byteLength(good))
-      })
-    ))
-
-  const corruptCases: ReadonlyArray<{ readonly name: string; readonly content: string; readonly line: number; readonly says: string }> = [
+  // `listed`: the problem is on the last complete line or in the header, which `list` reads too
+  const corruptCases: ReadonlyArray<{
+    readonly name: string
+    readonly content: string
+    readonly line: number
+    readonly says: string
+    readonly listed?: true
+  }> = [
     {
       name: "a malformed line in the middle",
       content: headerOf("m") + line(userEvent(0, "a")) + "{not json\n" + line(userEvent(1, "b")),
@@ -401,43 +522,70 @@ describe("JsonlSessions: load", () => {
       says: "not JSON"
     },
     {
+      name: "a complete last line that is not JSON",
+      content: headerOf("m") + line(userEvent(0, "a")) + "{\"type\":\"user/mess\n",
+      line: 3,
+      says: "not JSON",
+      listed: true
+    },
+    {
+      name: "a complete last line that is JSON but not an event",
+      content: headerOf("m") + line(userEvent(0, "a")) + line({ type: "user/message", seq: 1 }),
+      line: 3,
+      says: "not a session event",
+      listed: true
+    },
+    {
+      name: "an empty last line",
+      content: headerOf("m") + line(userEvent(0, "a")) + "\n",
+      line: 3,
+      says: "not JSON",
+      listed: true
+    },
+    {
       name: "an undecodable line followed by a torn one",
       content: headerOf("m") + line(userEvent(0, "a")) + "garbage\n{\"type\":",
       line: 3,
-      says: "not JSON"
+      says: "not JSON",
+      listed: true
     },
     {
       name: "a seq gap",
       content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(2, "c")),
       line: 3,
-      says: "expected seq 1, found seq 2"
+      says: "expected seq 1, found seq 2",
+      listed: true
     },
     {
       name: "a repeated seq on the last line",
       content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(1, "b")) + line(userEvent(1, "b")),
       line: 4,
-      says: "expected seq 2, found seq 1"
+      says: "expected seq 2, found seq 1",
+      listed: true
     },
     {
       name: "a first event that is not seq 0",
       content: headerOf("m") + line(userEvent(1, "a")),
       line: 2,
-      says: "expected seq 0"
+      says: "expected seq 0",
+      listed: true
     },
-    { name: "an empty file", content: "", line: 1, says: "no header" },
-    { name: "an unterminated header", content: headerOf("m").trim(), line: 1, says: "not terminated" },
-    { name: "a header that is not JSON", content: "hello\n", line: 1, says: "bad header" },
+    { name: "an empty file", content: "", line: 1, says: "no header", listed: true },
+    { name: "an unterminated header", content: headerOf("m").trim(), line: 1, says: "not terminated", listed: true },
+    { name: "a header that is not JSON", content: "hello\n", line: 1, says: "bad header", listed: true },
     {
       name: "a header of another format",
       content: line({ format: "other", version: 1, sessionId: "m", createdAt: 0 }),
       line: 1,
-      says: "bad header"
+      says: "bad header",
+      listed: true
     },
     {
       name: "a header of a later version",
       content: line({ format: "dsh-session", version: 2, sessionId: "m", createdAt: 0 }),
       line: 1,
-      says: "unsupported format version 2"
+      says: "unsupported format version 2",
+      listed: true
     }
   ]
 
@@ -455,6 +603,24 @@ describe("JsonlSessions: load", () => {
           expect(error.line).toBe(c.line)
           expect(error.message).toContain(`${file}:${c.line}:`)
           expect(error.message).toContain(c.says)
+        })
+      ))
+  }
+
+  // list decodes only the header and the last lines, so it agrees with load about those
+  for (const c of corruptCases.filter((c) => c.listed === true)) {
+    it.effect(`list agrees: ${c.name} is CORRUPT_LOG`, () =>
+      withDirectory((directory) =>
+        Effect.gen(function*() {
+          const file = join(directory, "m.jsonl")
+          writeFileSync(file, c.content)
+          const error = yield* Effect.flip(
+            JsonlSessions.list(directory).pipe(Effect.provide(Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)))
+          )
+          expect(error._tag).toBe("CorruptLogError")
+          if (error._tag !== "CorruptLogError") return
+          expect(error.file).toBe(file)
+          expect(error.line).toBe(c.line)
         })
       ))
   }
@@ -543,6 +709,47 @@ describe("JsonlSessions: failures", () => {
           expect(loaded.events).toStrictEqual(yield* session.events)
           expect(loaded.events).toHaveLength(8)
         }).pipe(Effect.scoped, Effect.provide(Sessions))
+      })
+    ))
+})
+
+describe("JsonlSessions: events the Schema cannot encode", () => {
+  it.effect("fail the flush with PERSISTENCE naming the event; the events before it are written, nothing dies", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const file = join(directory, "bad.jsonl")
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "bad" })
+          yield* appendMany(session, 2)
+          // the session takes any data of the right type; turn 0 breaks the Schema's turn >= 1
+          yield* session.append("turn/start", { turn: 0, trigger: "send" })
+          const first = yield* Effect.flip(flush(session))
+          expect(first.code).toBe("PERSISTENCE")
+          expect(first.message).toContain("seq 2")
+          expect(first.message).toContain("turn/start")
+          expect(first.message).not.toContain("died")
+          expect(lines(file)).toHaveLength(3)
+          const second = yield* Effect.flip(flush(session))
+          expect(second.message).toContain("seq 2")
+        }))
+        // closing the layer reported the failure instead of dying, and released the file
+        expect((yield* loadFile(file)).events).toHaveLength(2)
+        expect(existsSync(JsonlSessions.lockFile(file))).toBe(false)
+      })
+    ))
+
+  it.effect("one session that cannot be persisted does not keep the others from being flushed at shutdown", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* persisted(directory, Effect.gen(function*() {
+          const store = yield* SessionStore
+          const bad = yield* store.create({ id: "a-bad" })
+          const good = yield* store.create({ id: "b-good" })
+          yield* bad.append("turn/start", { turn: 0, trigger: "send" })
+          yield* appendMany(good, 3)
+        }))
+        expect((yield* loadFile(join(directory, "b-good.jsonl"))).events).toHaveLength(3)
+        expect(readdirSync(directory).sort()).toStrictEqual(["a-bad.jsonl", "b-good.jsonl"])
       })
     ))
 })
