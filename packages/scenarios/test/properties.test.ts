@@ -13,13 +13,14 @@
  * Nothing waits on time: a schedule waits on logged events (raced with `awaitIdle`, so a
  * wait for an event that will not come ends when the agent is idle) or yields once.
  */
-import type { Agent } from "@dsh/agent"
+import { type Agent, AgentHooks } from "@dsh/agent"
 import { Invariants } from "@dsh/invariants"
-import { LlmError } from "@dsh/llm"
+import { ErrorCode, LlmError } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { Tool } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scheduler, Schema, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { broken, create, echo, endReasons, type Event, ofType, TestLayer, textOf } from "./helpers.ts"
 
 const { reply } = ScriptedModel
@@ -226,4 +227,118 @@ describe("properties of the loop", () => {
       ),
     { timeout: 20_000, arbitrary: { runs: 200, size: 100 } }
   )
+
+  it.effect.prop(
+    "with listeners failing at random event types, aborts right after send and uninterruptible tools: settles idle, loses nothing",
+    { ...Arbitraries, faults: Faults, how: How },
+    ({ faults, how, replies, schedule, yieldEvery }) =>
+      Effect.gen(function*() {
+        const hooks = yield* AgentHooks
+        const failing = new Set<string>(faults)
+        yield* hooks.listeners.register({
+          name: "chaos",
+          around: (input, next) => {
+            if (!failing.has(input.event.type)) return next(input)
+            if (how === "throws") throw new Error(`chaos on ${input.event.type}`)
+            return how === "dies" ? Effect.die(new Error("chaos")) : Effect.fail({ message: "chaos" } as never)
+          }
+        })
+        const agent = yield* create({ maxSteps: 3, maxInvalidArgs: 2, abortGrace: "1 second" })
+        const invariants = yield* Invariants
+        const { injected, perform, sent } = chaosDriver(agent)
+        for (const [i, n] of schedule.entries()) {
+          yield* perform(chaosOpOf(n), i)
+          yield* invariants.verify
+        }
+        // settle, advancing the clock for the stubborn tool and the abort grace
+        yield* Effect.raceFirst(agent.awaitIdle, ticking)
+        expect(yield* agent.status).toBe("idle")
+        yield* invariants.verify
+
+        const events = yield* agent.session.events
+        const expected = new Map<string, number>([
+          ...sent.map((m) => [`message:${m}`, 1] as const),
+          ...injected.map((c) => [`context:${c}`, 1] as const)
+        ])
+        expect(counts(events)).toStrictEqual(expected)
+        const starts = ofType(events, "turn/start").map((e) => e.data.turn)
+        expect(starts).toStrictEqual(starts.map((_, i) => i + 1))
+        expect(ofType(events, "turn/end").map((e) => e.data.turn)).toStrictEqual(starts)
+        if (sent.length > 0) expect(starts.length).toBeGreaterThan(0)
+        // every failure is reported with a catalog code
+        for (const e of ofType(events, "error")) expect(ErrorCode.isErrorCode(e.data.code)).toBe(true)
+        for (const r of endReasons(events)) if (r.kind === "error") expect(ErrorCode.isErrorCode(r.code)).toBe(true)
+      }).pipe(
+        Effect.scoped,
+        Effect.provideService(Scheduler.MaxOpsBeforeYield, yieldEvery),
+        Effect.provide(chaosLayerFor(replies))
+      ),
+    { timeout: 30_000, arbitrary: { runs: 200, size: 100 } }
+  )
 })
+
+/** Event types a chaos listener fails on. */
+const Faults = Schema.Array(Schema.Literals([
+  "agent/status",
+  "turn/start",
+  "user/message",
+  "step/start",
+  "assistant/chunk",
+  "assistant/message",
+  "tool/call",
+  "tool/result",
+  "steering/message",
+  "context/message",
+  "step/end",
+  "turn/end",
+  "error"
+])).check(Schema.isMaxLength(3))
+
+const How = Schema.Literals(["throws", "dies", "fails"])
+
+/** The test clock, advanced half a second at a time, forever (raced with what it unblocks). */
+const ticking = Effect.forever(Effect.andThen(TestClock.adjust("500 millis"), Effect.yieldNow))
+
+/** A tool that cannot be interrupted and takes two (test-clock) seconds. */
+const stubborn = Tool.make("stubborn", {
+  description: "Ignores interruption for two seconds",
+  parameters: Schema.Struct({}),
+  execute: () => Effect.uninterruptible(Effect.as(Effect.sleep("2 seconds"), "finally done"))
+})
+
+type ChaosOp = Op | "sendThenAbort"
+
+/** Like {@link opOf}, with a send followed at once by an abort among the ops. */
+const chaosOpOf = (n: number): ChaosOp => (n >= 86 && n < 94 ? "sendThenAbort" : opOf(n))
+
+/** The chaos schedule's driver: aborts race the clock, since an abort waits for its turn to end. */
+const chaosDriver = (agent: Agent.Agent) => {
+  const base = driver(agent)
+  const perform = (op: ChaosOp, i: number): Effect.Effect<void, unknown> => {
+    switch (op) {
+      case "abort":
+        return Effect.raceFirst(agent.abort(`abort ${i}`), ticking)
+      case "sendThenAbort":
+        base.sent.push(`m${i}`)
+        return Effect.andThen(agent.send(`m${i}`), Effect.raceFirst(agent.abort(`abort ${i}`), ticking))
+      case "settle":
+      case "nextChunk":
+      case "nextTool":
+        // waits that a stubborn tool can hold up only until the clock moves on
+        return Effect.raceFirst(base.perform(op, i), ticking)
+      default:
+        return base.perform(op, i)
+    }
+  }
+  return { sent: base.sent, injected: base.injected, perform }
+}
+
+/** The test layer with a stubborn tool among the replies' tools. */
+const chaosLayerFor = (replies: ReadonlyArray<number>) =>
+  TestLayer({
+    tools: [echo, peek, broken, stubborn],
+    script: Array.from({ length: 100 }, (): ScriptedModel.Reply => (_request, n) => {
+      const kind = replies[(n - 1) % replies.length]!
+      return kind === 6 ? reply.toolCalls([{ name: "stubborn", arguments: {} }]) : replyOf(kind, n)
+    })
+  })

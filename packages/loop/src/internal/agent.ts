@@ -121,10 +121,10 @@ export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>):
       ? Effect.never
       : Effect.andThen(Deferred.await(running.deadline), Effect.sleep(env.abortGrace))
     const stopped = yield* Effect.raceFirst(Effect.map(Fiber.await(driver), Option.some), Effect.as(patience, Option.none()))
-    if (Option.isNone(stopped)) {
+    if (Option.isNone(stopped) && running !== undefined) {
       driver.interruptUnsafe()
       yield* Effect.logError(`dsh: agent ${env.agentId}: the driver did not stop at disposal (a bug in dsh); interrupted`)
-      if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" })
+      if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" }, running.deadline)
     }
     yield* setStatus(env, state, "disposed")
     for (const run of runs) yield* settleRun(run)

@@ -9,10 +9,10 @@
  */
 import type { HarnessError } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
-import { Cause, Effect, Option } from "effect"
+import { Cause, type Deferred, Effect, Option } from "effect"
 import { untilDeadline } from "./bounded.ts"
 import { describeCause } from "./failure.ts"
-import type { AgentState, Env, Run, Turn } from "./state.ts"
+import type { AgentState, Env, Turn } from "./state.ts"
 
 /** Runs the listeners of an event; a failure is the caller's. */
 export const notify = (
@@ -26,19 +26,28 @@ export const notify = (
 
 /**
  * Appends an event of a turn and runs its listeners, unless the turn is being closed: then the
- * event is dropped (its work was detached by an abort) and says so in a log line.
+ * event is dropped (its work was detached by an abort) and says so in a log line. `logged`
+ * runs in the same uninterruptible step as the append, so state that must agree with the log
+ * (the open step, the last logged settings) cannot miss an event an interruption cut short.
  */
 export const logInTurn = <T extends SessionEvent.CoreType>(
   env: Env,
   state: AgentState,
   turn: Turn,
   type: T,
-  data: SessionEvent.DataOf<T>
+  data: SessionEvent.DataOf<T>,
+  logged?: () => void
 ): Effect.Effect<void, HarnessError.HarnessError> =>
-  Effect.suspend(() => {
-    if (turn.closed) return dropLate(env, turn, type)
-    return Effect.flatMap(env.session.append(type, data), (event) => notify(env, state, event as SessionEvent.SessionEvent))
-  })
+  Effect.flatMap(
+    Effect.uninterruptible(Effect.suspend(() => {
+      if (turn.closed) return Effect.as(dropLate(env, turn, type), undefined)
+      return Effect.map(env.session.append(type, data), (event) => {
+        logged?.()
+        return event as SessionEvent.SessionEvent
+      })
+    })),
+    (event) => (event === undefined ? Effect.void : notify(env, state, event))
+  )
 
 /** The log line of an event that work detached by an abort tried to log after its turn closed. */
 export const dropLate = (env: Env, turn: Turn, what: string): Effect.Effect<void> =>
@@ -48,19 +57,19 @@ export const dropLate = (env: Env, turn: Turn, what: string): Effect.Effect<void
 
 /**
  * Runs the listeners of an event logged where nothing is left to fail, contained: a failure
- * becomes an `error` event (whose own listeners do not run) and a warning. With a run, the
- * wait is given up at the run's abort deadline.
+ * becomes an `error` event (whose own listeners do not run) and a warning. With a deadline,
+ * the wait is given up when it is done.
  */
 export const announce = (
   env: Env,
   state: AgentState,
   event: SessionEvent.SessionEvent,
-  run?: Run
+  deadline?: Deferred.Deferred<void>
 ): Effect.Effect<void> => {
   if (state.disposing) return Effect.void
   const listeners = notify(env, state, event)
-  if (run === undefined) return contain(env, state, event, listeners)
-  return Effect.flatMap(untilDeadline(run, Effect.exit(listeners)), (exit) =>
+  if (deadline === undefined) return contain(env, state, event, listeners)
+  return Effect.flatMap(untilDeadline(deadline, listeners), (exit) =>
     Option.match(exit, {
       onNone: () => Effect.logWarning(`dsh: the listeners of ${event.type} (seq ${event.seq}) did not finish within the abort grace; detached`),
       onSome: (exit) => (exit._tag === "Success" ? Effect.void : contain(env, state, event, Effect.failCause(exit.cause)))
@@ -73,9 +82,9 @@ export const appendAnnounced = <T extends SessionEvent.CoreType>(
   state: AgentState,
   type: T,
   data: SessionEvent.DataOf<T>,
-  run?: Run
+  deadline?: Deferred.Deferred<void>
 ): Effect.Effect<void> =>
-  Effect.flatMap(env.session.append(type, data), (event) => announce(env, state, event as SessionEvent.SessionEvent, run))
+  Effect.flatMap(env.session.append(type, data), (event) => announce(env, state, event as SessionEvent.SessionEvent, deadline))
 
 const contain = (
   env: Env,
@@ -84,7 +93,8 @@ const contain = (
   listeners: Effect.Effect<void, unknown>
 ): Effect.Effect<void> =>
   Effect.catchCause(listeners, (cause) => {
-    if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+    // a listener's own interruption is not a failure to report, nor the caller's to take
+    if (Cause.hasInterruptsOnly(cause)) return Effect.void
     const { code, message } = describeCause(cause)
     const text = `a listener failed on ${event.type} (seq ${event.seq}): ${message}`
     return Effect.andThen(

@@ -144,8 +144,12 @@ export const requestAbort = (env: Env, run: Run, abort: Abort): Effect.Effect<vo
     }
     run.abort = abort
     Deferred.doneUnsafe(run.aborted, Exit.void)
+    // started at once, so the grace counts from the abort (and a TestClock sees the timer)
     return Effect.asVoid(Effect.tap(
-      Effect.forkDetach(Effect.asVoid(Effect.andThen(Effect.sleep(env.abortGrace), Deferred.done(run.deadline, Exit.void)))),
+      Effect.forkDetach(
+        Effect.asVoid(Effect.andThen(Effect.sleep(env.abortGrace), Deferred.done(run.deadline, Exit.void))),
+        { startImmediately: true }
+      ),
       (timer) => Effect.sync(() => (run.timer = timer))
     ))
   })

@@ -63,8 +63,7 @@ export const runStep = (
       content: message.content,
       finishReason,
       ...(rewrites === undefined ? {} : { rewrittenCallIds: rewrites })
-    })
-    step.calls = calls
+    }, () => (step.calls = calls))
     if (assembled.usage !== undefined) {
       yield* logInTurn(env, state, turn, "usage", { turn: turn.number, step: step.number, usage: assembled.usage })
     }
@@ -119,8 +118,7 @@ const logRequest = (
   const encoded = JSON.stringify(settings)
   const base = { turn: turn.number, step: step.number, model: request.model }
   if (encoded === state.lastSettings) return logInTurn(env, state, turn, "model/request", base)
-  state.lastSettings = encoded
-  return logInTurn(env, state, turn, "model/request", { ...base, settings })
+  return logInTurn(env, state, turn, "model/request", { ...base, settings }, () => (state.lastSettings = encoded))
 }
 
 /** Streams the model, logging each chunk before the assembler takes it. */

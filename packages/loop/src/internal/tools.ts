@@ -71,9 +71,12 @@ const runBatch = (
     }
   })
 
+// A finished result is kept even when an abort lands right after it: the turn's closing logs it.
 const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>
-  Effect.flatMap(env.registry.execute(call), (result) => {
-    if (turn.closed) return dropLate(env, turn, `the result of tool call ${call.id} (${call.name})`)
-    step.results.set(call.id, result)
-    return Effect.void
-  })
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(restore(env.registry.execute(call)), (result) => {
+      if (turn.closed) return dropLate(env, turn, `the result of tool call ${call.id} (${call.name})`)
+      step.results.set(call.id, result)
+      return Effect.void
+    })
+  )

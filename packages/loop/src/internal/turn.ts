@@ -13,10 +13,11 @@
  *
  * @internal
  */
+import type { HarnessError } from "@dsh/llm"
 import { Closing, type SessionEvent } from "@dsh/session"
 import { ToolResult } from "@dsh/tools"
 import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
-import { awaitUntilDeadline, untilDeadline } from "./bounded.ts"
+import { awaitUntilDeadline, graceFromNow, untilDeadline } from "./bounded.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
 import type { AgentState, Env, Pending, Run, Step, Turn } from "./state.ts"
@@ -45,8 +46,12 @@ export const runTurn = (
       const turn = yield* openTurn(env, state, run, number, messages)
       const body = yield* Effect.forkDetach(turnBody(env, state, turn))
       const outcome = yield* awaitBody(env, turn, body)
-      yield* closeTurn(env, state, turn, outcome)
-      yield* flushTurn(env, state, turn)
+      // after an abort, the closing and the flush get a grace of their own (not none)
+      const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env)
+      const deadline = window?.deadline ?? turn.run.deadline
+      yield* closeTurn(env, state, turn, outcome, deadline)
+      yield* flushTurn(env, state, turn, deadline)
+      if (window !== undefined) yield* window.cancel
     }).pipe(
       Effect.withSpan("Agent.turn", {}, { captureStackTrace: false }),
       Effect.annotateSpans({ "dsh.session": env.session.id, "dsh.agent": env.agentId, "dsh.turn": number })
@@ -89,13 +94,11 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
       // steering queued before the step is answered by it; only steering that arrives during it forces another
       yield* drainSteering(env, state, turn)
       const step: Step = { number, calls: [], results: new Map() }
-      yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number })
-      turn.step = step
+      yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number }, () => (turn.step = step))
       const result = yield* runStep(env, state, turn, step)
       const stuck = countInvalidArgs(env, turn, step)
       const steered = yield* drainSteering(env, state, turn)
-      yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number })
-      turn.step = undefined
+      yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number }, () => (turn.step = undefined))
       if (stuck !== undefined) return stuck
       const proceed = yield* env.hooks.continuation.apply(
         {
@@ -111,16 +114,24 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
     }
   })
 
-/** Logs the steering queued so far; whether there was any. */
-const drainSteering = (env: Env, state: AgentState, turn: Turn) =>
+/**
+ * Logs the steering queued so far; whether there was any. A message leaves the queue in the
+ * same uninterruptible step that logs it, and not at all once the turn is closed: steering is
+ * logged or stays queued (for the next turn), never lost.
+ */
+const drainSteering = (env: Env, state: AgentState, turn: Turn): Effect.Effect<boolean, HarnessError.HarnessError> =>
   Effect.gen(function*() {
     let steered = false
-    while (state.steering.length > 0) {
-      const pending = state.steering.shift()!
+    while (true) {
+      const event = yield* Effect.uninterruptible(Effect.suspend(() => {
+        if (turn.closed || state.steering.length === 0) return Effect.succeed(undefined)
+        const pending = state.steering.shift()!
+        return env.session.append("steering/message", { turn: turn.number, content: pending.content, source: pending.source })
+      }))
+      if (event === undefined) return steered
       steered = true
-      yield* logInTurn(env, state, turn, "steering/message", { turn: turn.number, content: pending.content, source: pending.source })
+      yield* notify(env, state, event)
     }
-    return steered
   })
 
 /** Counts consecutive `INVALID_ARGS` results per tool; the limit outcome when one reached the limit. */
@@ -153,15 +164,25 @@ const awaitBody = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): E
     )
     if (Option.isSome(ended)) return outcomeOf(turn, ended.value)
     body.interruptUnsafe()
-    const stopped = yield* awaitUntilDeadline(turn.run, body)
-    if (Option.isNone(stopped)) {
-      yield* Effect.logWarning(
-        `dsh: agent ${env.agentId}, turn ${turn.number}: its work did not stop within the abort grace ` +
-          "(an uninterruptible tool body, model stream or listener); detached, its late results are dropped"
-      )
-    }
+    const stopped = yield* awaitUntilDeadline(turn.run.deadline, body)
+    if (Option.isNone(stopped)) yield* detach(env, turn, body)
     return aborted
   })
+
+/** Says that the body is left running, and says again when it finally ends: what it did then was dropped. */
+const detach = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.Effect<void> => {
+  const where = `dsh: agent ${env.agentId}, turn ${turn.number}`
+  return Effect.andThen(
+    Effect.logWarning(
+      `${where}: its work did not stop within the abort grace (an uninterruptible tool body, model stream or ` +
+        "listener); detached, and whatever it returns is dropped"
+    ),
+    Effect.forkDetach(Effect.andThen(
+      Fiber.await(body),
+      Effect.logWarning(`${where}: the work detached at the abort ended after the turn was closed; its results were dropped`)
+    ))
+  )
+}
 
 /** How an ended body's exit reads as an outcome (an abort that came meanwhile wins over completion). */
 const outcomeOf = (turn: Turn, exit: Exit.Exit<Outcome, unknown>): Outcome => {
@@ -176,7 +197,13 @@ const outcomeOf = (turn: Turn, exit: Exit.Exit<Outcome, unknown>): Outcome => {
  * of the closing events run contained, given up at the abort deadline, and not at all during
  * disposal.
  */
-export const closeTurn = (env: Env, state: AgentState, turn: Turn, outcome: Outcome): Effect.Effect<void> =>
+export const closeTurn = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  outcome: Outcome,
+  deadline: Deferred.Deferred<void>
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (turn.closed) return
     turn.closed = true
@@ -189,14 +216,14 @@ export const closeTurn = (env: Env, state: AgentState, turn: Turn, outcome: Outc
         message,
         code,
         ...(reportedCode === undefined ? {} : { reportedCode })
-      }, turn.run)
+      }, deadline)
     }
     const why = closingReason(turn.run, outcome)
     const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
       answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
       reason
     })
-    for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, turn.run)
+    for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, deadline)
     turn.step = undefined
     yield* Effect.annotateCurrentSpan(
       reason.kind === "error" ? { "dsh.turn.end": reason.kind, "dsh.error_code": reason.code } : { "dsh.turn.end": reason.kind }
@@ -227,22 +254,27 @@ const closingReason = (run: Run, outcome: Outcome): string =>
 
 /**
  * The flush checkpoint after `turn/end`: a failure is recorded (an `error` event after the
- * turn's end) and never ends anything; a flush still running at the abort deadline is given
- * up (it goes on in the background, unconfirmed) and recorded as such.
+ * turn's end) and never ends anything; a flush still running at the deadline (an abort's) is
+ * given up — it goes on in the background, unconfirmed — and recorded as such.
  */
-const flushTurn = (env: Env, state: AgentState, turn: Turn): Effect.Effect<void> =>
+const flushTurn = (env: Env, state: AgentState, turn: Turn, deadline: Deferred.Deferred<void>): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const flushed = yield* untilDeadline(turn.run, env.checkpoint.flush(env.session))
+    const flushed = yield* untilDeadline(deadline, env.checkpoint.flush(env.session), (exit) =>
+      Effect.logWarning(
+        `dsh: session ${env.session.id}: the flush given up after turn ${turn.number} ended ${
+          Exit.isSuccess(exit) ? "successfully" : `in failure: ${describeCause(exit.cause).message}`
+        }, after the abort grace`
+      ))
     if (Option.isNone(flushed)) {
       const message = `the flush checkpoint after turn ${turn.number} did not finish within the abort grace; ` +
         "it goes on in the background and what it writes is not confirmed"
-      yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code: "ABORTED" })
+      yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code: "ABORTED" }, deadline)
       return yield* Effect.logWarning(`dsh: session ${env.session.id}: ${message}`)
     }
     const exit = flushed.value
     if (Exit.isSuccess(exit)) return
     const { code, message } = describeCause(exit.cause)
-    yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code })
+    yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code }, deadline)
     yield* Effect.logWarning(`dsh: flushing session ${env.session.id} failed: ${message}`)
   })
 
