@@ -112,7 +112,11 @@ const deafTool = (started: Deferred.Deferred<void>, finish: { resolve?: (s: stri
     execute: () =>
       Effect.andThen(
         Deferred.succeed(started, undefined),
-        Effect.promise(() => new Promise<string>((resolve) => (finish.resolve = resolve)))
+        Effect.promise(() =>
+          new Promise<string>((resolve) => {
+            finish.resolve = resolve
+          })
+        )
       )
   })
 
