@@ -29,7 +29,7 @@ interface Depth {
 
 const top: Depth = { objects: 0, nesting: 0 }
 
-// Unions count as nesting too: a Schema may recurse through one.
+// Arrays and unions count as nesting: a Schema may recurse through either without an object.
 const inMember = (depth: Depth): Depth => ({ objects: depth.objects, nesting: depth.nesting + 1 })
 const inObject = (depth: Depth): Depth => ({ objects: depth.objects + 1, nesting: depth.nesting + 1 })
 

@@ -24,8 +24,10 @@ export const preview = (value: unknown): string => {
     return `${cut.slice(0, -1)}…" (${value.length} characters)`
   }
   const json = stringified(value)
-  // Not JSON (nested past JSON.stringify's stack, a cycle, a bigint): the bounded rendering.
-  if (json === undefined) return truncate(HarnessError.describe(value), previewLimit)
+  // Not writable as JSON: parsed arguments get here only when nested past JSON.stringify's
+  // stack. `describe` renders them a few levels deep (an object with a `message` key as that
+  // message, which is the model's own text either way).
+  if (json === undefined) return clip(HarnessError.describe(value), previewLimit)
   return json.length <= previewLimit ? json : `${cutCodePoints(json, previewLimit)}… (${json.length} characters of JSON)`
 }
 
@@ -59,14 +61,10 @@ export const describeDefect = (defect: unknown): string => {
   return code === undefined ? text : `${text} (code ${truncate(code, previewLimit)} is not a dsh error code)`
 }
 
-/**
- * The code of a value shaped like a harness error whose code is not in the catalog: such a
- * value must not pass for a harness error, or its code would reach code that matches on the
- * catalog's codes.
- *
- * @internal
- */
-export const foreignCode = (u: unknown): string | undefined => {
+// The code of a value shaped like a harness error whose code is not in the catalog: such a
+// value must not pass for a harness error, or its code would reach code that matches on the
+// catalog's codes.
+const foreignCode = (u: unknown): string | undefined => {
   try {
     return HarnessError.isHarnessError(u) && !ErrorCode.isErrorCode(u.code) ? u.code : undefined
   } catch {
