@@ -80,8 +80,9 @@ export interface Agent {
    * start (an abort right after `send` is never lost: that turn logs its messages and ends
    * `aborted` before any step). The turn's work is interrupted; what is still running after
    * `abortGrace` (an uninterruptible tool body, a stalled flush) is detached, its late results
-   * dropped. Returns once the turn has ended — within `abortGrace` of the call — except when
-   * called from inside the agent (a tool, a listener), where it returns at once. Messages
+   * dropped. Returns once the turn has ended — within twice `abortGrace` of the call (once for
+   * the work, once for the turn's closing and flush) — except when called from inside the
+   * agent (a tool, a listener), where it returns at once. Messages
    * queued behind the running turn are served next. No-op when nothing is running or queued.
    */
   readonly abort: (reason?: string) => Effect.Effect<void>
