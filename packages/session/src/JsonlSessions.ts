@@ -974,10 +974,10 @@ export const layerNoDeps = (
         Effect.gen(function*() {
           for (const session of yield* store.all) yield* stateFor(session)
           for (const state of active) {
-            if (state.session.id !== id) continue
-            if (state.lost === undefined && (state.durable !== undefined || state.lock !== undefined)) {
-              yield* flushState(state)
-            }
+            if (state.session.id !== id || (state.durable === undefined && state.lock === undefined)) continue
+            // an open one (created since the check) keeps its file: the lock then refuses the resume
+            if (!(yield* state.session.closed)) continue
+            if (state.lost === undefined) yield* flushState(state)
             yield* release(state)
           }
         })
