@@ -910,10 +910,10 @@ export const layerNoDeps = (
         )
 
       // Never fails: what cannot be given back is logged, and the next state is released anyway.
-      // Not interruptible either: a release cut short (the layer closing interrupts the fiber
-      // that watches a session close) would forget a lock it has not removed yet.
-      const release = (state: State) =>
-        Effect.uninterruptible(Effect.gen(function*() {
+      // Run under the session's permit (see `release`), so whoever takes it after sees a release
+      // finished.
+      const releaseNow = (state: State) =>
+        Effect.gen(function*() {
           active.delete(state)
           state.released = true
           const handle = state.handle
@@ -922,10 +922,15 @@ export const layerNoDeps = (
           const lock = state.lock
           state.lock = undefined
           if (lock !== undefined) yield* giveLockBack(state.session.id, lock)
-        }))
+        })
+
+      // Not interruptible: a release cut short (the layer closing interrupts the fiber that
+      // watches a session close) would forget a lock it has not removed yet.
+      const release = (state: State) => Effect.uninterruptible(state.serial.withPermit(releaseNow(state)))
 
       // A failure here has no caller to go to: it is logged, defects included, so that one
-      // session cannot keep the others from being flushed and released.
+      // session cannot keep the others from being flushed and released. The layer closing waits
+      // for one under way rather than cut it between the flush and the release.
       const flushAndRelease = (state: State, when: string) =>
         flushState(state).pipe(
           Effect.andThen(release(state)),
@@ -933,7 +938,8 @@ export const layerNoDeps = (
             Effect.logError(
               `JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
             )
-          )
+          ),
+          Effect.uninterruptible
         )
 
       const fibers = yield* Scope.fork(yield* Effect.scope)
@@ -969,16 +975,19 @@ export const layerNoDeps = (
 
       // Sessions created before now must not be taken for the one resuming, and a closed
       // session that owns the file must finish writing it and give it back before it is read
-      // (one that lost the file has nothing it may write: it only lets go).
+      // (one that lost the file has nothing it may write: it only lets go). Its permit is taken
+      // even when it looks released, to wait for a release under way in its watcher.
       const finishEarlier = (id: string) =>
         Effect.gen(function*() {
-          for (const session of yield* store.all) yield* stateFor(session)
-          for (const state of active) {
-            if (state.session.id !== id || (state.durable === undefined && state.lock === undefined)) continue
+          for (const session of yield* store.all) {
+            const state = yield* stateFor(session)
             // an open one (created since the check) keeps its file: the lock then refuses the resume
-            if (!(yield* state.session.closed)) continue
-            if (state.lost === undefined) yield* flushState(state)
-            yield* release(state)
+            if (session.id !== id || !(yield* session.closed)) continue
+            yield* state.serial.withPermit(Effect.uninterruptible(Effect.gen(function*() {
+              if (state.released || (state.durable === undefined && state.lock === undefined)) return
+              if (state.lost === undefined) yield* write(state)
+              yield* releaseNow(state)
+            })))
           }
         })
 
