@@ -48,6 +48,16 @@ export interface Session {
   /** How many events came from the seed log (replay/fork); 0 for a fresh session. */
   readonly seeded: number
   readonly append: Append
+  /**
+   * Appends a core event only if `when()` holds at the moment of appending, in the same
+   * synchronous step: for a writer whose right to append another fiber can withdraw (the loop's
+   * turn, once it is being closed, logs nothing more). `undefined` when it did not append.
+   */
+  readonly appendIf: <T extends CoreType>(
+    when: () => boolean,
+    type: T,
+    data: DataOf<T>
+  ) => Effect.Effect<CoreEvent<T> | undefined>
   /** A snapshot of every event logged so far. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent>>
   /** The events from `seq` on, as logged so far. */
@@ -107,15 +117,22 @@ export const make = (options: {
   })
   const derivation = Derivation.make()
 
+  const storeNow = (clock: Clock.Clock, type: string, data: unknown): Effect.Effect<SessionEvent> => {
+    const event = Freeze.deep({ type, seq: log.size(), time: clock.currentTimeMillisUnsafe(), data }) as SessionEvent
+    if (log.append(event) < 0) {
+      return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
+    }
+    return Effect.succeed(event)
+  }
+
   // One primitive per append (it is the hot path: every model chunk is an event).
   const store = (type: string, data: unknown): Effect.Effect<SessionEvent> =>
-    Clock.clockWith((clock) => {
-      const event = Freeze.deep({ type, seq: log.size(), time: clock.currentTimeMillisUnsafe(), data }) as SessionEvent
-      if (log.append(event) < 0) {
-        return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
-      }
-      return Effect.succeed(event)
-    })
+    Clock.clockWith((clock) => storeNow(clock, type, data))
+
+  const appendIf = <T extends CoreType>(when: () => boolean, type: T, data: DataOf<T>) =>
+    Clock.clockWith((clock) =>
+      when() ? (storeNow(clock, type, data) as Effect.Effect<CoreEvent<T>>) : Effect.succeed(undefined)
+    )
 
   const append = ((typeOrDefinition: CoreType | Definition<ExtensionType, unknown>, data: unknown) => {
     if (isDefinition(typeOrDefinition)) {
@@ -132,6 +149,7 @@ export const make = (options: {
     createdAt: options.createdAt,
     seeded: seed.length,
     append,
+    appendIf,
     events: Effect.sync(() => log.slice()),
     eventsFrom: (seq) => Effect.sync(() => log.slice(seq)),
     seq: Effect.sync(() => log.size()),

@@ -26,9 +26,10 @@ export const notify = (
 
 /**
  * Appends an event of a turn and runs its listeners, unless the turn is being closed: then the
- * event is dropped (its work was detached by an abort) and says so in a log line. `logged`
- * runs in the same uninterruptible step as the append, so state that must agree with the log
- * (the open step, the last logged settings) cannot miss an event an interruption cut short.
+ * event is dropped (its work was detached by an abort) and says so in a log line. The check and
+ * the append are one synchronous step, so nothing lands after the turn's closing has begun.
+ * `logged` runs right after the append, uninterruptibly, so state that must agree with the log
+ * (the open step, the last logged settings) cannot miss an event to an interruption.
  */
 export const logInTurn = <T extends SessionEvent.CoreType>(
   env: Env,
@@ -37,17 +38,19 @@ export const logInTurn = <T extends SessionEvent.CoreType>(
   type: T,
   data: SessionEvent.DataOf<T>,
   logged?: () => void
-): Effect.Effect<void, HarnessError.HarnessError> =>
-  Effect.flatMap(
-    Effect.uninterruptible(Effect.suspend(() => {
-      if (turn.closed) return Effect.as(dropLate(env, turn, type), undefined)
-      return Effect.map(env.session.append(type, data), (event) => {
-        logged?.()
-        return event as SessionEvent.SessionEvent
-      })
-    })),
-    (event) => (event === undefined ? Effect.void : notify(env, state, event))
-  )
+): Effect.Effect<void, HarnessError.HarnessError> => {
+  const open = () => !turn.closed
+  const append = logged === undefined
+    ? env.session.appendIf(open, type, data)
+    : Effect.uninterruptible(Effect.map(env.session.appendIf(open, type, data), (event) => {
+      if (event !== undefined) logged()
+      return event
+    }))
+  return Effect.flatMap(append, (event) =>
+    event === undefined
+      ? dropLate(env, turn, type)
+      : notify(env, state, event as SessionEvent.SessionEvent))
+}
 
 /** The log line of an event that work detached by an abort tried to log after its turn closed. */
 export const dropLate = (env: Env, turn: Turn, what: string): Effect.Effect<void> =>

@@ -116,23 +116,33 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
 
 /**
  * Logs the steering queued so far; whether there was any. A message leaves the queue in the
- * same uninterruptible step that logs it, and not at all once the turn is closed: steering is
+ * same synchronous step that logs it, and not at all once the turn is closed: steering is
  * logged or stays queued (for the next turn), never lost.
  */
 const drainSteering = (env: Env, state: AgentState, turn: Turn): Effect.Effect<boolean, HarnessError.HarnessError> =>
   Effect.gen(function*() {
     let steered = false
-    while (true) {
-      const event = yield* Effect.uninterruptible(Effect.suspend(() => {
-        if (turn.closed || state.steering.length === 0) return Effect.succeed(undefined)
-        const pending = state.steering.shift()!
-        return env.session.append("steering/message", { turn: turn.number, content: pending.content, source: pending.source })
-      }))
-      if (event === undefined) return steered
+    while (!turn.closed) {
+      const pending = state.steering[0]
+      if (pending === undefined) break
+      const event = yield* env.session.appendIf(
+        () => takeSteering(state, turn, pending),
+        "steering/message",
+        { turn: turn.number, content: pending.content, source: pending.source }
+      )
+      if (event === undefined) continue
       steered = true
       yield* notify(env, state, event)
     }
+    return steered
   })
+
+/** Takes the steering message at the front of the queue, if it is still `pending` and the turn still open. */
+const takeSteering = (state: AgentState, turn: Turn, pending: Pending): boolean => {
+  if (turn.closed || state.steering[0] !== pending) return false
+  state.steering.shift()
+  return true
+}
 
 /** Counts consecutive `INVALID_ARGS` results per tool; the limit outcome when one reached the limit. */
 const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined => {
