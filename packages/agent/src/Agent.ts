@@ -99,7 +99,7 @@ export interface Agent {
 /**
  * Where an agent's session comes from: a fresh one (optionally with an id), a seed log
  * (replay), a fork of another session (its log up to the last completed turn), or an open
- * session to continue (`resume`, e.g. the session `JsonlSessions.resume(id)` returned: the
+ * session to continue (`resume`, e.g. the `session` that `JsonlSessions.resume(id)` returned: the
  * agent appends to it, so it keeps its id and its file). A log that ends inside a turn (a
  * crash) has that turn closed `interrupted` before the agent serves (see `Closing`).
  *
