@@ -240,7 +240,8 @@ const isContent = Schema.is(Content.ToolResultContent)
 const outputProblem = (output: unknown): string | undefined => {
   if (typeof output === "string") return undefined
   if (!Array.isArray(output) || !output.every(isContent)) return "it returned neither text nor content blocks"
-  // `Schema.Json` takes any depth, but writing the log (JSON.stringify) does not.
+  // `Schema.Json` takes any depth, but a request carrying the result is serialized with
+  // `JSON.stringify`, which overflows past a few thousand levels: bounded like the arguments.
   const deep = output.some((block: Content.ToolResultContent) =>
     block.type === "custom" && beyondDepth(block.data, ToolArgs.maxDepth) !== undefined
   )
