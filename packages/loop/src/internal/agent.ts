@@ -10,6 +10,7 @@
 import { type Agent, AgentDisposedError } from "@dsh/agent"
 import { Content } from "@dsh/llm"
 import { Deferred, Effect, Fiber, Latch, Option, Stream, SubscriptionRef } from "effect"
+import { awaitSignal } from "./bounded.ts"
 import { setStatus } from "./driver.ts"
 import { appendAnnounced } from "./events.ts"
 import {
@@ -119,7 +120,7 @@ export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>):
     // the driver gives up on the turn's work at the abort deadline; give it as long again to close
     const patience = running === undefined
       ? Effect.never
-      : Effect.andThen(Deferred.await(running.deadline), Effect.sleep(env.abortGrace))
+      : Effect.andThen(awaitSignal(running.deadline), Effect.sleep(env.abortGrace))
     const stopped = yield* Effect.raceFirst(Effect.map(Fiber.await(driver), Option.some), Effect.as(patience, Option.none()))
     if (Option.isNone(stopped) && running !== undefined) {
       driver.interruptUnsafe()

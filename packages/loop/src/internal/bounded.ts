@@ -1,65 +1,104 @@
 /**
  * Waiting on work that may not cooperate: an abort must end a turn within its grace even when
- * a tool body runs uninterruptibly, a listener hangs or the disk stalls. The work runs in a
- * fiber of its own, so giving up on it never waits for it; it is interrupted and left to
- * finish (or not) on its own.
+ * a tool body runs uninterruptibly, a listener hangs or the disk stalls. Such work runs in a
+ * fiber of its own, so giving up on it never waits for it: it is interrupted and left to finish
+ * (or not) on its own. The waits are callbacks on the fiber and on a {@link Signal}, not races
+ * of forked fibers: a turn waits this way on every turn, and a race would fork two more.
  *
  * @internal
  */
-import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Effect, Exit, Fiber, Option } from "effect"
 import type { Env } from "./state.ts"
 
+/** A one-shot signal (an abort, a deadline) that callbacks wait on. */
+export interface Signal {
+  fired: boolean
+  readonly waiters: Set<() => void>
+}
+
+/** A signal not fired yet. */
+export const makeSignal = (): Signal => ({ fired: false, waiters: new Set() })
+
+/** Fires a signal once, waking its waiters. */
+export const fire = (signal: Signal): void => {
+  if (signal.fired) return
+  signal.fired = true
+  const waiters = [...signal.waiters]
+  signal.waiters.clear()
+  for (const wake of waiters) wake()
+}
+
+/** Waits until a signal fires. */
+export const awaitSignal = (signal: Signal): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (signal.fired) return resume(Effect.void)
+    const wake = () => resume(Effect.void)
+    signal.waiters.add(wake)
+    return Effect.sync(() => signal.waiters.delete(wake))
+  })
+
+/** Waits for a fiber's exit, or `None` once `signal` fires (the fiber is left as it is). */
+export const awaitFiber = <A, E>(fiber: Fiber.Fiber<A, E>, signal: Signal): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
+  Effect.callback<Option.Option<Exit.Exit<A, E>>>((resume) => {
+    const exit = fiber.pollUnsafe()
+    if (exit !== undefined) return resume(Effect.succeed(Option.some(exit)))
+    if (signal.fired) return resume(Effect.succeed(Option.none()))
+    let stopObserving: () => void = () => {}
+    const wake = () => {
+      stopObserving()
+      resume(Effect.succeed(Option.none()))
+    }
+    signal.waiters.add(wake)
+    stopObserving = fiber.addObserver((exit) => {
+      signal.waiters.delete(wake)
+      resume(Effect.succeed(Option.some(exit)))
+    })
+    return Effect.sync(() => {
+      stopObserving()
+      signal.waiters.delete(wake)
+    })
+  })
+
 /**
- * Runs `effect` and returns its exit, or `None` once `deadline` is done: then the work is
- * interrupted without waiting and detached, and `late` (if given) runs on its exit whenever it
- * ends.
+ * Runs `effect` in a fiber of its own and returns its exit, or `None` once `deadline` fires:
+ * then the work is interrupted without waiting and detached, and `late` (if given) runs on its
+ * exit whenever it ends.
  */
 export const untilDeadline = <A, E>(
-  deadline: Deferred.Deferred<void>,
+  deadline: Signal,
   effect: Effect.Effect<A, E>,
   late?: (exit: Exit.Exit<A, E>) => Effect.Effect<void>
 ): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDetach(effect), (fiber) =>
-      restore(awaitUntilDeadline(deadline, fiber)).pipe(
-        Effect.tap((exit) =>
-          Option.isNone(exit) && late !== undefined ? Effect.forkDetach(Effect.flatMap(Fiber.await(fiber), late)) : Effect.void
-        ),
+    Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) =>
+      restore(awaitFiber(fiber, deadline)).pipe(
+        Effect.tap((exit) => (Option.isNone(exit) ? giveUp(fiber, late) : Effect.void)),
         // if the waiter itself is interrupted, the work must not outlive it unnoticed
         Effect.onInterrupt(() => Effect.sync(() => fiber.interruptUnsafe()))
       ))
   )
 
-/**
- * Waits for a fiber's exit, or `None` once `deadline` is done; then the fiber is interrupted
- * without waiting (after the race, so that its interruption cannot pass for its exit).
- */
-export const awaitUntilDeadline = <A, E>(
-  deadline: Deferred.Deferred<void>,
-  fiber: Fiber.Fiber<A, E>
-): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
-  Effect.raceFirst(
-    Effect.map(Fiber.await(fiber), Option.some),
-    Effect.as(Deferred.await(deadline), Option.none<Exit.Exit<A, E>>())
-  ).pipe(Effect.tap((exit) => (Option.isNone(exit) ? Effect.sync(() => fiber.interruptUnsafe()) : Effect.void)))
+const giveUp = <A, E>(fiber: Fiber.Fiber<A, E>, late?: (exit: Exit.Exit<A, E>) => Effect.Effect<void>): Effect.Effect<void> => {
+  fiber.interruptUnsafe()
+  return late === undefined ? Effect.void : Effect.asVoid(Effect.forkDetach(Effect.flatMap(Fiber.await(fiber), late)))
+}
 
 /**
- * A deadline `abortGrace` from now, for what still has to happen after work was given up at an
- * abort (a turn's closing and its flush): it gets a grace of its own rather than none. `cancel`
- * stops the timer once the work is done.
+ * A signal that fires `abortGrace` from now, for what still has to happen after work was
+ * given up at an abort (a turn's closing and its flush): it gets a grace of its own rather
+ * than none. `cancel` stops the timer once the work is done.
  */
-export const graceFromNow = (
-  env: Env
-): Effect.Effect<{ readonly deadline: Deferred.Deferred<void>; readonly cancel: Effect.Effect<void> }> =>
-  Effect.map(
-    Effect.suspend(() => {
-      const deadline = Deferred.makeUnsafe<void>()
-      return Effect.map(
-        Effect.forkDetach(Effect.andThen(Effect.sleep(env.abortGrace), Deferred.done(deadline, Exit.void)), {
-          startImmediately: true
-        }),
-        (timer) => ({ deadline, timer })
-      )
-    }),
-    ({ deadline, timer }) => ({ deadline, cancel: Effect.sync(() => timer.interruptUnsafe()) })
-  )
+export const graceFromNow = (env: Env): Effect.Effect<{ readonly deadline: Signal; readonly cancel: Effect.Effect<void> }> =>
+  Effect.suspend(() => {
+    const deadline = makeSignal()
+    return Effect.map(timer(env, deadline), (fiber) => ({ deadline, cancel: Effect.sync(() => fiber.interruptUnsafe()) }))
+  })
+
+/**
+ * Fires `signal` after `abortGrace`, on the Clock. Started at once, so the grace counts from
+ * now (and a TestClock sees the sleep before the caller goes on).
+ */
+export const timer = (env: Env, signal: Signal): Effect.Effect<Fiber.Fiber<void>> =>
+  Effect.forkDetach(Effect.andThen(Effect.sleep(env.abortGrace), Effect.sync(() => fire(signal))), {
+    startImmediately: true
+  })

@@ -9,8 +9,8 @@
  */
 import type { HarnessError } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
-import { Cause, type Deferred, Effect, Option } from "effect"
-import { untilDeadline } from "./bounded.ts"
+import { Cause, Effect, Option } from "effect"
+import { type Signal, untilDeadline } from "./bounded.ts"
 import { describeCause } from "./failure.ts"
 import type { AgentState, Env, Turn } from "./state.ts"
 
@@ -67,9 +67,9 @@ export const announce = (
   env: Env,
   state: AgentState,
   event: SessionEvent.SessionEvent,
-  deadline?: Deferred.Deferred<void>
+  deadline?: Signal
 ): Effect.Effect<void> => {
-  if (state.disposing) return Effect.void
+  if (state.disposing || state.handle === undefined || env.hooks.listeners.current().length === 0) return Effect.void
   const listeners = notify(env, state, event)
   if (deadline === undefined) return contain(env, state, event, listeners)
   return Effect.flatMap(untilDeadline(deadline, listeners), (exit) =>
@@ -85,7 +85,7 @@ export const appendAnnounced = <T extends SessionEvent.CoreType>(
   state: AgentState,
   type: T,
   data: SessionEvent.DataOf<T>,
-  deadline?: Deferred.Deferred<void>
+  deadline?: Signal
 ): Effect.Effect<void> =>
   Effect.flatMap(env.session.append(type, data), (event) => announce(env, state, event as SessionEvent.SessionEvent, deadline))
 

@@ -13,6 +13,7 @@ import type { SystemPrompt } from "@dsh/prompt"
 import type { FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
 import type { ToolRegistry } from "@dsh/tools"
 import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type SubscriptionRef } from "effect"
+import { fire, makeSignal, type Signal, timer } from "./bounded.ts"
 
 /** The services and settings of one agent; nothing here changes while it lives. */
 export interface Env {
@@ -48,10 +49,10 @@ export interface Abort {
  */
 export interface Run {
   abort: Abort | undefined
-  /** Done when `abort` is set. */
-  readonly aborted: Deferred.Deferred<void>
-  /** Done `abortGrace` after the abort: whatever the turn still waits on is given up then. */
-  readonly deadline: Deferred.Deferred<void>
+  /** Fired when `abort` is set. */
+  readonly aborted: Signal
+  /** Fired `abortGrace` after the abort: whatever the turn still waits on is given up then. */
+  readonly deadline: Signal
   /** Done when the turn has ended and its flush has finished or been given up. */
   readonly settled: Deferred.Deferred<void>
   /** The fiber that completes `deadline`; interrupted when the run settles. */
@@ -125,8 +126,8 @@ export const InsideAgents = Context.Reference<ReadonlySet<string>>("@dsh/loop/In
 /** A fresh run. */
 export const makeRun = (): Run => ({
   abort: undefined,
-  aborted: Deferred.makeUnsafe<void>(),
-  deadline: Deferred.makeUnsafe<void>(),
+  aborted: makeSignal(),
+  deadline: makeSignal(),
   settled: Deferred.makeUnsafe<void>(),
   timer: undefined
 })
@@ -143,15 +144,8 @@ export const requestAbort = (env: Env, run: Run, abort: Abort): Effect.Effect<vo
       return Effect.void
     }
     run.abort = abort
-    Deferred.doneUnsafe(run.aborted, Exit.void)
-    // started at once, so the grace counts from the abort (and a TestClock sees the timer)
-    return Effect.asVoid(Effect.tap(
-      Effect.forkDetach(
-        Effect.asVoid(Effect.andThen(Effect.sleep(env.abortGrace), Deferred.done(run.deadline, Exit.void))),
-        { startImmediately: true }
-      ),
-      (timer) => Effect.sync(() => (run.timer = timer))
-    ))
+    fire(run.aborted)
+    return Effect.asVoid(Effect.tap(timer(env, run.deadline), (fiber) => Effect.sync(() => (run.timer = fiber))))
   })
 
 /** Marks a run settled and stops its grace timer. */

@@ -16,8 +16,8 @@
 import type { HarnessError } from "@dsh/llm"
 import { Closing, type SessionEvent } from "@dsh/session"
 import { ToolResult } from "@dsh/tools"
-import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
-import { awaitUntilDeadline, graceFromNow, untilDeadline } from "./bounded.ts"
+import { Cause, Effect, Exit, Fiber, Option } from "effect"
+import { awaitFiber, graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
 import type { AgentState, Env, Pending, Run, Step, Turn } from "./state.ts"
@@ -168,13 +168,10 @@ const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined
  */
 const awaitBody = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
-    const ended = yield* Effect.raceFirst(
-      Effect.map(Fiber.await(body), Option.some),
-      Effect.as(Deferred.await(turn.run.aborted), Option.none<Exit.Exit<Outcome, unknown>>())
-    )
+    const ended = yield* awaitFiber(body, turn.run.aborted)
     if (Option.isSome(ended)) return outcomeOf(turn, ended.value)
     body.interruptUnsafe()
-    const stopped = yield* awaitUntilDeadline(turn.run.deadline, body)
+    const stopped = yield* awaitFiber(body, turn.run.deadline)
     if (Option.isNone(stopped)) yield* detach(env, turn, body)
     return aborted
   })
@@ -212,7 +209,7 @@ export const closeTurn = (
   state: AgentState,
   turn: Turn,
   outcome: Outcome,
-  deadline: Deferred.Deferred<void>
+  deadline: Signal
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (turn.closed) return
@@ -229,10 +226,13 @@ export const closeTurn = (
       }, deadline)
     }
     const why = closingReason(turn.run, outcome)
-    const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
-      answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
-      reason
-    })
+    // a turn whose work ended on its own left no step open: only its end is missing
+    const closing: ReadonlyArray<Closing.Pending> = turn.step === undefined && (outcome._tag === "Completed" || outcome._tag === "Limit")
+      ? [{ type: "turn/end", data: { turn: turn.number, reason } }]
+      : Closing.plan(yield* env.session.eventsFrom(turn.start), {
+        answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
+        reason
+      })
     for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, deadline)
     turn.step = undefined
     yield* Effect.annotateCurrentSpan(
@@ -267,7 +267,7 @@ const closingReason = (run: Run, outcome: Outcome): string =>
  * turn's end) and never ends anything; a flush still running at the deadline (an abort's) is
  * given up — it goes on in the background, unconfirmed — and recorded as such.
  */
-const flushTurn = (env: Env, state: AgentState, turn: Turn, deadline: Deferred.Deferred<void>): Effect.Effect<void> =>
+const flushTurn = (env: Env, state: AgentState, turn: Turn, deadline: Signal): Effect.Effect<void> =>
   Effect.gen(function*() {
     const flushed = yield* untilDeadline(deadline, env.checkpoint.flush(env.session), (exit) =>
       Effect.logWarning(
