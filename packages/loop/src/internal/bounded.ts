@@ -7,8 +7,7 @@
  *
  * @internal
  */
-import { Effect, Exit, Fiber, Option } from "effect"
-import type { Env } from "./state.ts"
+import { type Duration, Effect, Exit, Fiber, Option } from "effect"
 
 /** A one-shot signal (an abort, a deadline) that callbacks wait on. */
 export interface Signal {
@@ -84,21 +83,23 @@ const giveUp = <A, E>(fiber: Fiber.Fiber<A, E>, late?: (exit: Exit.Exit<A, E>) =
 }
 
 /**
- * A signal that fires `abortGrace` from now, for what still has to happen after work was
+ * A signal that fires `grace` (the agent's `abortGrace`) from now, for what still has to happen after work was
  * given up at an abort (a turn's closing and its flush): it gets a grace of its own rather
  * than none. `cancel` stops the timer once the work is done.
  */
-export const graceFromNow = (env: Env): Effect.Effect<{ readonly deadline: Signal; readonly cancel: Effect.Effect<void> }> =>
+export const graceFromNow = (
+  grace: Duration.Duration
+): Effect.Effect<{ readonly deadline: Signal; readonly cancel: Effect.Effect<void> }> =>
   Effect.suspend(() => {
     const deadline = makeSignal()
-    return Effect.map(timer(env, deadline), (fiber) => ({ deadline, cancel: Effect.sync(() => fiber.interruptUnsafe()) }))
+    return Effect.map(timer(grace, deadline), (fiber) => ({ deadline, cancel: Effect.sync(() => fiber.interruptUnsafe()) }))
   })
 
 /**
- * Fires `signal` after `abortGrace`, on the Clock. Started at once, so the grace counts from
- * now (and a TestClock sees the sleep before the caller goes on).
+ * Fires `signal` after `grace`, on the Clock. Started at once, so the grace counts from now
+ * (and a TestClock sees the sleep before the caller goes on).
  */
-export const timer = (env: Env, signal: Signal): Effect.Effect<Fiber.Fiber<void>> =>
-  Effect.forkDetach(Effect.andThen(Effect.sleep(env.abortGrace), Effect.sync(() => fire(signal))), {
+export const timer = (grace: Duration.Duration, signal: Signal): Effect.Effect<Fiber.Fiber<void>> =>
+  Effect.forkDetach(Effect.andThen(Effect.sleep(grace), Effect.sync(() => fire(signal))), {
     startImmediately: true
   })

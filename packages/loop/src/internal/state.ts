@@ -145,7 +145,7 @@ export const requestAbort = (env: Env, run: Run, abort: Abort): Effect.Effect<vo
     }
     run.abort = abort
     fire(run.aborted)
-    return Effect.asVoid(Effect.tap(timer(env, run.deadline), (fiber) => Effect.sync(() => (run.timer = fiber))))
+    return Effect.asVoid(Effect.tap(timer(env.abortGrace, run.deadline), (fiber) => Effect.sync(() => (run.timer = fiber))))
   })
 
 /** Marks a run settled and stops its grace timer. */

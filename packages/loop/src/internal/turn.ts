@@ -47,7 +47,7 @@ export const runTurn = (
       const body = yield* Effect.forkDetach(turnBody(env, state, turn))
       const outcome = yield* awaitBody(env, turn, body)
       // after an abort, the closing and the flush get a grace of their own (not none)
-      const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env)
+      const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env.abortGrace)
       const deadline = window?.deadline ?? turn.run.deadline
       yield* closeTurn(env, state, turn, outcome, deadline)
       yield* flushTurn(env, state, turn, deadline)
