@@ -52,11 +52,18 @@ export const logInTurn = <T extends SessionEvent.CoreType>(
       : notify(env, state, event as SessionEvent.SessionEvent))
 }
 
-/** The log line of an event that work detached by an abort tried to log after its turn closed. */
+/**
+ * The log line of what work detached by an abort tried to log after its turn closed: one per
+ * turn (a detached stream may keep producing chunks), counting what was dropped before.
+ */
 export const dropLate = (env: Env, turn: Turn, what: string): Effect.Effect<void> =>
-  Effect.logWarning(
-    `dsh: agent ${env.agentId}, turn ${turn.number}: ${what} arrived after the turn was closed (its work had been detached by an abort); dropped`
-  )
+  Effect.suspend(() => {
+    if (turn.dropped++ > 0) return Effect.void
+    return Effect.logWarning(
+      `dsh: agent ${env.agentId}, turn ${turn.number}: ${what} arrived after the turn was closed ` +
+        "(its work had been detached by an abort); dropped, and so is whatever else it produces"
+    )
+  })
 
 /**
  * Runs the listeners of an event logged where nothing is left to fail, contained: a failure

@@ -33,9 +33,8 @@ export const describeFailure = (failure: unknown): Failure => {
     const code = catalogCode(failure.code, DEFECT)
     // a step that failed on a provider's own code says which (see StepFailure)
     const reported = (failure as { readonly reportedCode?: unknown }).reportedCode
-    return typeof reported === "string"
-      ? { code: code.code, reportedCode: reported, message: failure.message }
-      : { ...code, message: failure.message }
+    const message = HarnessError.describe(failure)
+    return typeof reported === "string" ? { code: code.code, reportedCode: reported, message } : { ...code, message }
   }
   return { code: DEFECT, message: `unexpected failure: ${HarnessError.describe(failure)}` }
 }

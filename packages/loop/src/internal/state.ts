@@ -100,6 +100,8 @@ export interface Turn {
    * (work detached after an abort may still finish; its late events are dropped).
    */
   closed: boolean
+  /** How many late events and results of detached work were dropped. */
+  dropped: number
   /** The open step. */
   step: Step | undefined
   /** Consecutive `INVALID_ARGS` results per tool name. */

@@ -75,7 +75,16 @@ const openTurn = (
     for (const pending of messages) {
       opened.push(yield* env.session.append("user/message", { content: pending.content, source: pending.source }))
     }
-    const turn: Turn = { number, run, start: start.seq, opened, closed: false, step: undefined, invalidArgs: new Map() }
+    const turn: Turn = {
+      number,
+      run,
+      start: start.seq,
+      opened,
+      closed: false,
+      dropped: 0,
+      step: undefined,
+      invalidArgs: new Map()
+    }
     state.turn = turn
     return turn
   })
