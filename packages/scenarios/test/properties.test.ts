@@ -104,6 +104,22 @@ const counts = (events: ReadonlyArray<Event>) => {
   return seen
 }
 
+/**
+ * Every sent or steered message exactly once and every injected one once, nothing else; turns
+ * numbered 1, 2, … in order, each closed; and no message waits without a turn.
+ */
+const expectNothingLost = (events: ReadonlyArray<Event>, sent: ReadonlyArray<string>, injected: ReadonlyArray<string>) => {
+  const expected = new Map<string, number>([
+    ...sent.map((m) => [`message:${m}`, 1] as const),
+    ...injected.map((c) => [`context:${c}`, 1] as const)
+  ])
+  expect(counts(events)).toStrictEqual(expected)
+  const starts = ofType(events, "turn/start").map((e) => e.data.turn)
+  expect(starts).toStrictEqual(starts.map((_, i) => i + 1))
+  expect(ofType(events, "turn/end").map((e) => e.data.turn)).toStrictEqual(starts)
+  if (sent.length > 0) expect(starts.length).toBeGreaterThan(0)
+}
+
 /** Runs schedule ops against an agent, recording what was sent, steered and injected. */
 const driver = (agent: Agent.Agent) => {
   const sent: Array<string> = []
@@ -171,18 +187,7 @@ describe("properties of the loop", () => {
         yield* invariants.verify
 
         const events = yield* agent.session.events
-        // every message exactly once, nothing else
-        const expected = new Map<string, number>([
-          ...sent.map((m) => [`message:${m}`, 1] as const),
-          ...injected.map((c) => [`context:${c}`, 1] as const)
-        ])
-        expect(counts(events)).toStrictEqual(expected)
-        // turns 1, 2, … in order, each closed
-        const starts = ofType(events, "turn/start").map((e) => e.data.turn)
-        expect(starts).toStrictEqual(starts.map((_, i) => i + 1))
-        expect(ofType(events, "turn/end").map((e) => e.data.turn)).toStrictEqual(starts)
-        // a send or a steer while idle starts a turn: no message waits without one
-        if (sent.length > 0) expect(starts.length).toBeGreaterThan(0)
+        expectNothingLost(events, sent, injected)
         // the scripted model was never asked more than it could answer
         expect(ofType(events, "error").map((e) => e.data.code)).not.toContain("SCRIPT_EXHAUSTED")
       }).pipe(
@@ -256,15 +261,7 @@ describe("properties of the loop", () => {
         yield* invariants.verify
 
         const events = yield* agent.session.events
-        const expected = new Map<string, number>([
-          ...sent.map((m) => [`message:${m}`, 1] as const),
-          ...injected.map((c) => [`context:${c}`, 1] as const)
-        ])
-        expect(counts(events)).toStrictEqual(expected)
-        const starts = ofType(events, "turn/start").map((e) => e.data.turn)
-        expect(starts).toStrictEqual(starts.map((_, i) => i + 1))
-        expect(ofType(events, "turn/end").map((e) => e.data.turn)).toStrictEqual(starts)
-        if (sent.length > 0) expect(starts.length).toBeGreaterThan(0)
+        expectNothingLost(events, sent, injected)
         // every failure is reported with a catalog code
         for (const e of ofType(events, "error")) expect(ErrorCode.isErrorCode(e.data.code)).toBe(true)
         for (const r of endReasons(events)) if (r.kind === "error") expect(ErrorCode.isErrorCode(r.code)).toBe(true)
