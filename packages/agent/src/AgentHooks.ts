@@ -5,12 +5,16 @@
  * - the **step result**, the assembled assistant message before it is logged;
  * - the **continuation** decision after a step (default: continue when the model asked for
  *   tools or the step was steered);
- * - **listeners**, which see every event an agent appends, after it is logged (a step-end
- *   listener may steer the agent, which forces the turn to continue).
+ * - **listeners**, which see the events an agent appends, after they are logged (a step-end
+ *   listener may steer the agent, which forces the turn to continue). An abort interrupts the
+ *   turn's work, its listeners included, so a listener can miss events of an aborted turn; the
+ *   log (`session.stream`, `agent.events`) has every one.
  *
  * Registration is scoped and ordered, as for every chain. A middleware that fails (with a
- * harness error) or dies ends the turn with an `error` event carrying the code; it never
- * kills the agent. Middleware returns new values: what it was given is frozen logged data.
+ * harness error), throws or dies ends the turn with an `error` event carrying the code
+ * (`MIDDLEWARE` naming it for a throw or a defect of its own); it never kills the agent. A
+ * listener failing where nothing is left to fail (a status change, injected context, a turn's
+ * closing events) is recorded as an `error` event and never propagates. Middleware returns new values: what it was given is frozen logged data.
  *
  * The model seam (`Model.use`), the tool registry (`ToolRegistry.use`) and the system prompt
  * (`SystemPrompt.use`) have their own chains of the same shape.
