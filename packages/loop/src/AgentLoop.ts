@@ -146,7 +146,14 @@ const sessionFor = (
     }
     const seed = "seed" in source ? source.seed : "fork" in source ? forkable(yield* source.fork.events) : undefined
     const id = source.id === undefined ? {} : { id: source.id }
-    return yield* store.create(seed === undefined ? id : { ...id, seed })
+    return yield* store.create(seed === undefined ? id : { ...id, seed }).pipe(
+      Effect.mapError((error) =>
+        new SessionErrors.SessionExistsError({
+          message: `${error.message}; to continue that session, pass it as session: { resume: session }`,
+          sessionId: error.sessionId
+        })
+      )
+    )
   })
 
 /** Makes the agent the session's one writer until its scope closes. */

@@ -398,7 +398,7 @@ describe("#13.8 a finish of kind error with a provider's own code", () => {
       const [error] = ofType(events, "error")
       expect(error?.data).toMatchObject({ code: "LLM_SERVER", reportedCode: "upstream_overloaded" })
       expect(endReasons(events)).toStrictEqual([{ kind: "error", code: "LLM_SERVER", message: error!.data.message }])
-      expect(error?.data.message).toContain("try again later")
+      expect(error?.data.message).toBe("the model reported an error (upstream_overloaded): try again later")
     }).pipe(
       Effect.scoped,
       Effect.provide(TestLayer({
@@ -448,6 +448,14 @@ describe("#13.13 an agent on a log cut mid-turn", () => {
         script: [reply.toolCalls([{ name: "stubborn", arguments: {} }]), reply.text("it was interrupted"), reply.text("done")]
       }))
     ))
+
+  it.effect("a fresh session with the id of an open one is SESSION_EXISTS, saying how to continue it", () =>
+    Effect.gen(function*() {
+      const session = yield* (yield* SessionStore).create({ id: "taken" })
+      const refused = yield* Effect.flip(create({ session: { id: session.id } }))
+      expect(refused.code).toBe("SESSION_EXISTS")
+      expect(refused.message).toContain("session: { resume: session }")
+    }).pipe(Effect.scoped, Effect.provide(TestLayer())))
 
   it.effect("a second agent on a session another agent drives is refused with SESSION_LOCKED", () =>
     Effect.gen(function*() {

@@ -152,9 +152,10 @@ const answered = (env: Env, assembled: Assembler.Assembled): Effect.Effect<Finis
     })
   }
   if (finishReason.kind === "error") {
+    const code = catalogCode(finishReason.code, "LLM_SERVER")
     return new StepFailure({
-      ...catalogCode(finishReason.code, "LLM_SERVER"),
-      message: `the model reported an error: ${finishReason.message}`
+      ...code,
+      message: `the model reported an error${code.reportedCode === undefined ? "" : ` (${code.reportedCode})`}: ${finishReason.message}`
     })
   }
   if (finishReason.kind === "aborted") {
