@@ -996,7 +996,7 @@ export const layerNoDeps = (
       const adopt = (id: string, loaded: Loaded, lock: LockFile.Held) =>
         Effect.gen(function*() {
           resuming.set(id, { events: loaded.events, bytes: loaded.bytes, torn: loaded.torn !== undefined, lock })
-          const session = yield* store.create({ id, seed: loaded.events }).pipe(
+          const session = yield* store.create({ id, seed: loaded.events, createdAt: loaded.header.createdAt }).pipe(
             Effect.onError(() => Effect.andThen(Effect.sync(() => resuming.delete(id)), giveLockBack(id, lock)))
           )
           yield* stateFor(session)

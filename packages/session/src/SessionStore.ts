@@ -26,6 +26,8 @@ export interface CreateOptions {
    * new session derives the same history and continues `seq` from the seed's end.
    */
   readonly seed?: ReadonlyArray<SessionEvent>
+  /** When the session was first created (epoch ms), for one continued from storage; now by default. */
+  readonly createdAt?: number
 }
 
 /**
@@ -62,7 +64,7 @@ export class SessionStore extends Context.Service<SessionStore, {
       const create = (options: CreateOptions = {}) =>
         Effect.gen(function*() {
           const id = Ids.sessionId(options.id ?? crypto.randomUUID())
-          const createdAt = yield* Clock.currentTimeMillis
+          const createdAt = options.createdAt ?? (yield* Clock.currentTimeMillis)
           const owned = yield* Effect.acquireRelease(
             Effect.suspend(() => {
               if (open.has(id)) {

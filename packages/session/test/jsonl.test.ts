@@ -306,6 +306,15 @@ describe("JsonlSessions: resume and fork", () => {
       }))
     ))
 
+  it.effect("a resumed session keeps the creation time of its file's header, not the time of the resume", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        writeFileSync(join(directory, "old.jsonl"), JsonlSessions.headerLine("old", 1_700_000_000_000) + line(userEvent(0, "hi")))
+        const { session } = yield* (yield* JsonlSessions.JsonlSessions).resume("old")
+        expect(session.createdAt).toBe(1_700_000_000_000)
+      }))
+    ))
+
   it.effect("resuming a session with no file is PERSISTENCE", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
