@@ -49,12 +49,25 @@ export class AgentDisposedError extends Schema.TaggedError<AgentDisposedError>()
 }) {}
 
 /**
+ * A message given to `send`, `steer` or `inject` is neither text nor valid content blocks
+ * (possible only past the types, e.g. from JavaScript or decoded JSON). Nothing was queued or
+ * logged: a malformed block in the log could never be persisted nor sent to a provider.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidInputError extends Schema.TaggedError<InvalidInputError>()("InvalidInputError", {
+  ...HarnessError.fields("INVALID_INPUT"),
+  agentId: Schema.String
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const classes = [AgentDisposedError] as const
+export const classes = [AgentDisposedError, InvalidInputError] as const
 
 /**
  * A running agent.
@@ -67,14 +80,14 @@ export interface Agent {
   /** The agent's session: its whole log. */
   readonly session: Session.Session
   /** Queues a message; starts a turn when idle. */
-  readonly send: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  readonly send: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
   /** Injects a message between the steps of the running turn; like `send` when idle. */
-  readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
   /**
    * Appends a `context/message` without starting a turn. A listener that fails on it cannot
    * fail `inject`: its failure is recorded as an `error` event.
    */
-  readonly inject: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError>
+  readonly inject: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
   /**
    * Aborts the running turn, or, when none is running, the turn that the queued messages will
    * start (an abort right after `send` is never lost: that turn logs its messages and ends

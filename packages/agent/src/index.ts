@@ -8,7 +8,7 @@
 /** @since 0.1.0 */
 export * as Agent from "./Agent.ts"
 /** @since 0.1.0 */
-export { AgentDisposedError, Agents } from "./Agent.ts"
+export { AgentDisposedError, Agents, InvalidInputError } from "./Agent.ts"
 /** @since 0.1.0 */
 export * as Hooks from "./AgentHooks.ts"
 /** @since 0.1.0 */

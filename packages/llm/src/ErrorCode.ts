@@ -106,6 +106,10 @@ export const catalog = {
     meaning: "A system-prompt section computed by an Effect failed or died; the message names the section.",
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
+  INVALID_INPUT: {
+    meaning: "A message given to an agent (send, steer, inject) is neither text nor valid content blocks; nothing was queued or logged, and the message says what is wrong where.",
+    raisedBy: "@dsh/agent (InvalidInputError), raised by the agent handle"
+  },
   AGENT_DISPOSED: {
     meaning: "A message was sent to an agent whose scope has closed; it takes nothing more.",
     raisedBy: "@dsh/agent (AgentDisposedError), raised by the agent handle"

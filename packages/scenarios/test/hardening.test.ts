@@ -5,7 +5,7 @@
  * test).
  */
 import { AgentHooks } from "@dsh/agent"
-import { FinishReason, type HarnessError, History } from "@dsh/llm"
+import { type Content, FinishReason, type HarnessError, History } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { FlushCheckpoint, type SessionEvent, SessionStore } from "@dsh/session"
 import { Tool } from "@dsh/tools"
@@ -417,6 +417,23 @@ describe("#13.8 a finish of kind error with a provider's own code", () => {
       yield* run(agent, "go")
       const [error] = ofType(yield* agent.session.events, "error")
       expect(error?.data).toMatchObject({ code: "DEFECT", reportedCode: "QUOTA", message: "over quota" })
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("ok")] }))))
+})
+
+describe("malformed input from JavaScript or decoded JSON", () => {
+  it.effect("send, steer and inject refuse what is not text or content blocks with INVALID_INPUT; nothing is logged", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const before = (yield* agent.session.events).length
+      const bad = [{ type: "text" }] as unknown as ReadonlyArray<Content.ContentBlock>
+      for (const attempt of [agent.send(bad), agent.steer(bad), agent.inject(bad), agent.send("ok", { source: 7 as never })]) {
+        const refused = yield* Effect.flip(attempt)
+        expect(refused.code).toBe("INVALID_INPUT")
+        expect(refused.message).toContain(agent.id)
+      }
+      expect(yield* agent.session.events).toHaveLength(before)
+      yield* run(agent, "a proper message")
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("ok")] }))))
 })
 

@@ -7,12 +7,12 @@
  *
  * @internal
  */
-import { type Agent, AgentDisposedError } from "@dsh/agent"
-import { Content } from "@dsh/llm"
-import { Deferred, Effect, Fiber, Latch, Option, Stream, SubscriptionRef } from "effect"
+import { type Agent, AgentDisposedError, InvalidInputError } from "@dsh/agent"
+import { Content, HarnessError } from "@dsh/llm"
+import { Deferred, Effect, Fiber, Latch, Option, Result, Schema, Stream, SubscriptionRef } from "effect"
 import { awaitSignal } from "./bounded.ts"
 import { setStatus } from "./driver.ts"
-import { appendAnnounced } from "./events.ts"
+import { announce } from "./events.ts"
 import {
   type AgentState,
   becomeBusy,
@@ -26,8 +26,30 @@ import {
 } from "./state.ts"
 import { closeTurn } from "./turn.ts"
 
-const toContent = (input: Agent.Input): ReadonlyArray<Content.ContentBlock> =>
-  typeof input === "string" ? [Content.text(input)] : input
+const decodeBlocks = Schema.decodeUnknownResult(Schema.Array(Content.ContentBlock))
+
+/**
+ * The content of a message: text as one text block, blocks checked against their Schema (the
+ * types allow nothing else, but JavaScript and decoded JSON do; a malformed block in the log
+ * could never be persisted nor sent).
+ */
+const contentOf = (
+  env: Env,
+  input: Agent.Input,
+  options: Agent.MessageOptions | undefined
+): Effect.Effect<ReadonlyArray<Content.ContentBlock>, InvalidInputError> => {
+  if (options?.source !== undefined && typeof options.source !== "string") {
+    return invalidInput(env, `its source must be a string, got ${HarnessError.describe(options.source)}`)
+  }
+  if (typeof input === "string") return Effect.succeed([Content.text(input)])
+  const decoded = decodeBlocks(input)
+  return Result.isSuccess(decoded)
+    ? Effect.succeed(input)
+    : invalidInput(env, `it must be text or content blocks: ${HarnessError.describe(decoded.failure.message)}`)
+}
+
+const invalidInput = (env: Env, problem: string) =>
+  Effect.fail(new InvalidInputError({ message: `a message for agent ${env.agentId} was refused: ${problem}`, agentId: env.agentId }))
 
 /** The state of a new agent, before its first status. */
 export const makeState = (lastTurn: number, lastSettings: string | undefined): Effect.Effect<AgentState> =>
@@ -51,25 +73,36 @@ export const makeState = (lastTurn: number, lastSettings: string | undefined): E
     }
   })
 
-const refuseWhenDisposed = (env: Env, state: AgentState): Effect.Effect<void, AgentDisposedError> =>
-  Effect.suspend(() =>
-    state.disposing
-      ? Effect.fail(new AgentDisposedError({ message: `agent ${env.agentId} is disposed`, agentId: env.agentId }))
-      : Effect.void
-  )
+const disposed = (env: Env) =>
+  Effect.fail(new AgentDisposedError({ message: `agent ${env.agentId} is disposed`, agentId: env.agentId }))
 
-/** Queues a message (steering goes to the running turn) and wakes the driver. */
-const enqueue = (env: Env, state: AgentState, pending: Pending): Effect.Effect<void, AgentDisposedError> =>
-  Effect.andThen(refuseWhenDisposed(env, state), () =>
-    Effect.sync(() => {
-      if (pending.trigger === "steer" && state.current !== undefined) state.steering.push(pending)
-      else {
-        state.queued.push(pending)
-        state.next ??= makeRun()
-      }
-      becomeBusy(state)
-      Latch.openUnsafe(state.wake)
+/**
+ * Queues a message (steering goes to the running turn) and wakes the driver; refused once the
+ * agent is disposed (checked in the same step that queues).
+ */
+const enqueue = (
+  env: Env,
+  state: AgentState,
+  input: Agent.Input,
+  options: Agent.MessageOptions | undefined,
+  trigger: Pending["trigger"]
+): Effect.Effect<void, AgentDisposedError | InvalidInputError> =>
+  Effect.flatMap(Effect.suspend(() => contentOf(env, input, options)), (content) =>
+    Effect.suspend(() => {
+      if (state.disposing) return disposed(env)
+      queue(state, { content, source: options?.source ?? "user", trigger })
+      return Effect.void
     }))
+
+const queue = (state: AgentState, pending: Pending): void => {
+  if (pending.trigger === "steer" && state.current !== undefined) state.steering.push(pending)
+  else {
+    state.queued.push(pending)
+    state.next ??= makeRun()
+  }
+  becomeBusy(state)
+  Latch.openUnsafe(state.wake)
+}
 
 /**
  * Aborts the running turn, or the turn the queued messages will start; waits until it has
@@ -89,14 +122,15 @@ const abort = (env: Env, state: AgentState, reason: string | undefined): Effect.
 export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   id: env.agentId,
   session: env.session,
-  send: (input, options) => enqueue(env, state, { content: toContent(input), source: options?.source ?? "user", trigger: "send" }),
-  steer: (input, options) =>
-    enqueue(env, state, { content: toContent(input), source: options?.source ?? "user", trigger: "steer" }),
+  send: (input, options) => enqueue(env, state, input, options, "send"),
+  steer: (input, options) => enqueue(env, state, input, options, "steer"),
   inject: (input, options) =>
-    Effect.andThen(
-      refuseWhenDisposed(env, state),
-      appendAnnounced(env, state, "context/message", { content: toContent(input), source: options?.source ?? "context" })
-    ),
+    Effect.flatMap(Effect.suspend(() => contentOf(env, input, options)), (content) =>
+      // refused once disposed, checked where the event is stored
+      Effect.flatMap(
+        env.session.appendIf(() => !state.disposing, "context/message", { content, source: options?.source ?? "context" }),
+        (event) => (event === undefined ? disposed(env) : announce(env, state, event))
+      )),
   abort: (reason) => abort(env, state, reason),
   status: Effect.sync(() => state.status ?? "idle"),
   statusChanges: SubscriptionRef.changes(state.statusRef),
