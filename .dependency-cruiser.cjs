@@ -150,11 +150,14 @@ module.exports = {
     // type-only imports are dependencies too
     tsPreCompilationDeps: true,
     doNotFollow: { path: "(^|/)node_modules/" },
-    // Packages' package.json "exports" point at ./src/*.ts, so @dsh/x resolves through the
-    // workspace symlink node_modules/@dsh/x to packages/x/src/...
+    // the publishable build (npm run build) is output, not source
+    exclude: { path: "(^|/)packages/[^/]+/dist/" },
+    // Packages' package.json "exports" point at ./src/*.ts under the @dsh/source condition
+    // (ADR 0017), so @dsh/x resolves through the workspace symlink node_modules/@dsh/x to
+    // packages/x/src/...
     enhancedResolveOptions: {
       exportsFields: ["exports"],
-      conditionNames: ["import", "default"],
+      conditionNames: ["@dsh/source", "import", "default"],
       extensions: [".ts", ".js", ".mjs"]
     }
   }

@@ -27,7 +27,9 @@ console.log(`node ${process.version}, ${files.length} benchmark file(s)`)
 let failed = 0
 for (const file of files) {
   console.log(`\n=== ${relative(root, file)}`)
-  const run = spawnSync(process.execPath, ["--expose-gc", file], { stdio: "inherit", cwd: root })
+  // @dsh/* resolve to their sources (ADR 0017), also in the processes a benchmark spawns
+  const env = { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS, "--conditions=@dsh/source"].filter(Boolean).join(" ") }
+  const run = spawnSync(process.execPath, ["--expose-gc", file], { stdio: "inherit", cwd: root, env })
   if (run.status !== 0) failed++
 }
 process.exit(failed === 0 ? 0 : 1)

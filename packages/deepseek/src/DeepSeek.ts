@@ -32,7 +32,7 @@
  * @since 0.1.0
  */
 import { LlmError, type ModelRequest } from "@dsh/llm"
-import { type Adapter, layerAdapter } from "@dsh/model"
+import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Config, Duration, Effect, Layer, Option, Redacted, Schedule, Schema, Sink, Stream } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
@@ -364,7 +364,10 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, DeepSeekConf
  * @since 0.1.0
  * @category layers
  */
-export const layerNoDeps = (options: Options = {}) => layerAdapter(make(options))
+export const layerNoDeps = (
+  options: Options = {}
+): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError, ModelRegistry | HttpClient.HttpClient> =>
+  layerAdapter(make(options))
 
 /**
  * The adapter's Layer over Node's undici HTTP client (a pooled, keep-alive agent closed with
@@ -382,4 +385,7 @@ export const layerNoDeps = (options: Options = {}) => layerAdapter(make(options)
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options = {}) => layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
+export const layer = (
+  options: Options = {}
+): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
