@@ -1,6 +1,6 @@
 import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
-import { Agent } from "@dsh/agent"
+import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
 import { InvariantErrors } from "@dsh/invariants"
 import { LoopErrors } from "@dsh/loop"
@@ -21,6 +21,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...Prompt.classes,
   ...ToolErrors.classes,
   ...Agent.classes,
+  ...TurnResult.classes,
   ...LoopErrors.classes,
   ...DeepSeekError.classes,
   ...InvariantErrors.classes,

@@ -8,6 +8,7 @@
 import { type Content, HarnessError, type Ids } from "@dsh/llm"
 import type { Session, SessionEvent, SessionErrors } from "@dsh/session"
 import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
+import type * as TurnResult from "./TurnResult.ts"
 
 /**
  * An agent's status: `idle` (waiting for a message), `running` (in a turn), `disposed`
@@ -70,6 +71,21 @@ export class InvalidInputError extends Schema.TaggedError<InvalidInputError>()("
 export const classes = [AgentDisposedError, InvalidInputError] as const
 
 /**
+ * How `agent.run` fails: the turn's own typed failure, or one of the tagged errors of a turn
+ * that did not answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RunError =
+  | TurnResult.TurnAbortedError
+  | TurnResult.TurnLimitError
+  | TurnResult.InvalidOutputError
+  | AgentDisposedError
+  | InvalidInputError
+  | HarnessError.HarnessError
+
+/**
  * A running agent.
  *
  * @since 0.1.0
@@ -81,6 +97,22 @@ export interface Agent {
   readonly session: Session.Session
   /** Queues a message; starts a turn when idle. */
   readonly send: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
+  /**
+   * Sends a message, waits for the turn that answers it, and returns what that turn produced
+   * (see `TurnResult`): its final text, messages, tool calls with their results, usage summed
+   * over its steps — and, with `output`, the answer decoded through that Schema and typed. A
+   * turn that did not answer fails with a typed error: the turn's own failure (its `LlmError`,
+   * `MiddlewareError`, …, `TurnDefectError` for a bug), `TurnAbortedError`, `TurnLimitError`,
+   * `InvalidOutputError`, or `AgentDisposedError` when the agent was disposed first.
+   * Interrupting `run` aborts its turn (or drops its message if no turn took it yet).
+   */
+  readonly run: {
+    <A>(
+      input: Input,
+      options: TurnResult.RunOptions<A> & { readonly output: Schema.Codec<A, any> }
+    ): Effect.Effect<TurnResult.TurnResult<A>, RunError>
+    (input: Input, options?: TurnResult.RunOptions): Effect.Effect<TurnResult.TurnResult, RunError>
+  }
   /** Injects a message between the steps of the running turn; like `send` when idle. */
   readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
   /**

@@ -13,3 +13,7 @@ export { AgentDisposedError, Agents, InvalidInputError } from "./Agent.ts"
 export * as Hooks from "./AgentHooks.ts"
 /** @since 0.1.0 */
 export { AgentHooks } from "./AgentHooks.ts"
+/** @since 0.1.0 */
+export * as TurnResult from "./TurnResult.ts"
+/** @since 0.1.0 */
+export { InvalidOutputError, TurnAbortedError, TurnLimitError } from "./TurnResult.ts"

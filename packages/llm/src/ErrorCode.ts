@@ -110,6 +110,14 @@ export const catalog = {
     meaning: "A message given to an agent (send, steer, inject) is neither text nor valid content blocks; nothing was queued or logged, and the message says what is wrong where.",
     raisedBy: "@dsh/agent (InvalidInputError), raised by the agent handle"
   },
+  TURN_LIMIT: {
+    meaning: "A turn stopped at a guard before it answered (max-steps, or repeated invalid arguments for one tool); `agent.run` fails with it, naming the limit.",
+    raisedBy: "@dsh/agent (TurnLimitError), raised by agent.run"
+  },
+  INVALID_OUTPUT: {
+    meaning: "The model's answer never decoded through the run's output Schema within the retry budget (or the turn ended without an answer); the message gives the last violations.",
+    raisedBy: "@dsh/agent (InvalidOutputError), raised by agent.run"
+  },
   AGENT_DISPOSED: {
     meaning: "A message was sent to an agent whose scope has closed; it takes nothing more.",
     raisedBy: "@dsh/agent (AgentDisposedError), raised by the agent handle"

@@ -7,11 +7,11 @@
  *
  * @internal
  */
-import { type Agent, AgentDisposedError, InvalidInputError } from "@dsh/agent"
+import { type Agent, AgentDisposedError, InvalidInputError, type TurnResult } from "@dsh/agent"
 import { Content, HarnessError } from "@dsh/llm"
 import { Deferred, Effect, Fiber, Latch, Option, Result, Schema, Stream, SubscriptionRef } from "effect"
 import { awaitSignal } from "./bounded.ts"
-import { setStatus } from "./driver.ts"
+import { setStatus, tell } from "./driver.ts"
 import { announce } from "./events.ts"
 import {
   type AgentState,
@@ -24,6 +24,7 @@ import {
   requestAbort,
   settleRun
 } from "./state.ts"
+import { run } from "./run.ts"
 import { closeTurn } from "./turn.ts"
 
 const decodeBlocks = Schema.decodeUnknownResult(Schema.Array(Content.ContentBlock))
@@ -87,12 +88,17 @@ const enqueue = (
   options: Agent.MessageOptions | undefined,
   trigger: Pending["trigger"]
 ): Effect.Effect<void, AgentDisposedError | InvalidInputError> =>
-  Effect.flatMap(Effect.suspend(() => contentOf(env, input, options)), (content) =>
-    Effect.suspend(() => {
-      if (state.disposing) return disposed(env)
-      queue(state, { content, source: options?.source ?? "user", trigger })
-      return Effect.void
-    }))
+  Effect.flatMap(
+    Effect.suspend(() => contentOf(env, input, options)),
+    (content) => queueUnlessDisposed(env, state, { content, source: options?.source ?? "user", trigger })
+  )
+
+const queueUnlessDisposed = (env: Env, state: AgentState, pending: Pending): Effect.Effect<void, AgentDisposedError> =>
+  Effect.suspend(() => {
+    if (state.disposing) return disposed(env)
+    queue(state, pending)
+    return Effect.void
+  })
 
 const queue = (state: AgentState, pending: Pending): void => {
   if (pending.trigger === "steer" && state.current !== undefined) state.steering.push(pending)
@@ -123,6 +129,11 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   id: env.agentId,
   session: env.session,
   send: (input, options) => enqueue(env, state, input, options, "send"),
+  run: ((input: Agent.Input, options?: TurnResult.RunOptions<unknown>) =>
+    Effect.flatMap(
+      Effect.suspend(() => contentOf(env, input, options)),
+      (content) => run(env, state, content, options, (pending) => queueUnlessDisposed(env, state, pending))
+    )) as Agent.Agent["run"],
   steer: (input, options) => enqueue(env, state, input, options, "steer"),
   inject: (input, options) =>
     Effect.flatMap(Effect.suspend(() => contentOf(env, input, options)), (content) =>
@@ -162,6 +173,14 @@ export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>):
       if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" }, running.deadline)
     }
     yield* setStatus(env, state, "disposed")
+    // messages no turn took: their agent.run callers learn of the disposal
+    tell(state.queued, {
+      turn: state.lastTurn,
+      start: -1,
+      outcome: { _tag: "Aborted" },
+      abort: { reason: undefined, disposal: true },
+      output: undefined
+    })
     for (const run of runs) yield* settleRun(run)
     becomeIdle(state)
   })

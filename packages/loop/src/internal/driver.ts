@@ -8,9 +8,10 @@
  * @internal
  */
 import type { Agent } from "@dsh/agent"
-import { Cause, Effect, SubscriptionRef } from "effect"
+import { Cause, Deferred, Effect, SubscriptionRef } from "effect"
 import { announce } from "./events.ts"
-import { type AgentState, becomeIdle, type Env, makeRun, settleRun } from "./state.ts"
+import { describeCause, type Failure } from "./failure.ts"
+import { type AgentState, becomeIdle, type Env, makeRun, type Pending, settleRun, type TurnReport } from "./state.ts"
 import { runTurn } from "./turn.ts"
 
 /** Runs turns until the agent is disposed. */
@@ -32,19 +33,20 @@ export const driver = (env: Env, state: AgentState): Effect.Effect<void> =>
     }
   })
 
-/** Runs one turn for everything queued now. */
+/** Runs one turn for the messages queued now, and tells their `agent.run` callers how it ended. */
 const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>
   Effect.suspend(() => {
     const run = state.next ?? makeRun()
-    state.next = undefined
     state.current = run
-    const batch = state.queued.splice(0, state.queued.length)
+    const batch = takeBatch(state)
+    state.next = state.queued.length === 0 ? undefined : makeRun()
     return runTurn(env, state, run, batch).pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.interrupt
-          : Effect.logError(`dsh: agent ${env.agentId}: the loop failed running a turn (a bug in dsh)`, cause)
-      ),
+      Effect.tap((report) => Effect.sync(() => tell(batch, report))),
+      Effect.catchCause((cause) => {
+        if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+        tell(batch, failedReport(state.lastTurn, describeCause(cause)))
+        return Effect.logError(`dsh: agent ${env.agentId}: the loop failed running a turn (a bug in dsh)`, cause)
+      }),
       Effect.ensuring(Effect.suspend(() => {
         state.current = undefined
         state.turn = undefined
@@ -53,6 +55,28 @@ const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>
       }))
     )
   })
+
+/**
+ * The messages of the next turn: everything queued, except that a message owing a typed answer
+ * ends the batch (its turn answers it, and only it decides the answer's Schema).
+ */
+const takeBatch = (state: AgentState): ReadonlyArray<Pending> => {
+  const typed = state.queued.findIndex((pending) => pending.output !== undefined)
+  return state.queued.splice(0, typed < 0 ? state.queued.length : typed + 1)
+}
+
+const failedReport = (turn: number, failure: Failure): TurnReport => ({
+  turn,
+  start: -1,
+  outcome: { _tag: "Failed", failure },
+  abort: undefined,
+  output: undefined
+})
+
+/** Tells the `agent.run` callers of these messages how their turn ended (once). */
+export const tell = (batch: ReadonlyArray<Pending>, report: TurnReport): void => {
+  for (const pending of batch) if (pending.waiter !== undefined) Deferred.doneUnsafe(pending.waiter, Effect.succeed(report))
+}
 
 /** Steering that arrived too late for its turn becomes the next turn's messages: never stranded. */
 const requeueSteering = (state: AgentState): void => {

@@ -19,6 +19,8 @@ export interface Failure {
   readonly message: string
   /** The code the failure carried when it is not a catalog code. */
   readonly reportedCode?: string
+  /** The typed error it is (what `agent.run` fails with): itself, or a `TurnDefectError`. */
+  readonly error: HarnessError.HarnessError
 }
 
 const DEFECT = TurnDefectError.fields.code.schema.literal
@@ -31,12 +33,20 @@ export const catalogCode = (code: string, fallback: ErrorCode.ErrorCode): Pick<F
 export const describeFailure = (failure: unknown): Failure => {
   if (HarnessError.isHarnessError(failure)) {
     const code = catalogCode(failure.code, DEFECT)
-    // a step that failed on a provider's own code says which (see StepFailure)
-    const reported = (failure as { readonly reportedCode?: unknown }).reportedCode
     const message = HarnessError.describe(failure)
-    return typeof reported === "string" ? { code: code.code, reportedCode: reported, message } : { ...code, message }
+    // a step that failed on a provider's own code says which, and carries its typed error (StepFailure)
+    const { error, reportedCode } = failure as { readonly reportedCode?: unknown; readonly error?: unknown }
+    const typed = HarnessError.isHarnessError(error)
+      ? error
+      : code.reportedCode === undefined
+      ? failure
+      : new TurnDefectError({ message, cause: failure })
+    return typeof reportedCode === "string"
+      ? { code: code.code, reportedCode, message, error: typed }
+      : { ...code, message, error: typed }
   }
-  return { code: DEFECT, message: `unexpected failure: ${HarnessError.describe(failure)}` }
+  const message = `unexpected failure: ${HarnessError.describe(failure)}`
+  return { code: DEFECT, message, error: new TurnDefectError({ message, cause: failure }) }
 }
 
 /** The code and message of a failed cause (typed failure or defect). */

@@ -14,6 +14,8 @@ import type { FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
 import type { ToolRegistry } from "@dsh/tools"
 import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type SubscriptionRef } from "effect"
 import { fire, makeSignal, type Signal, timer } from "./bounded.ts"
+import type { Failure } from "./failure.ts"
+import type { Output } from "./output.ts"
 
 /** The services and settings of one agent; nothing here changes while it lives. */
 export interface Env {
@@ -35,6 +37,28 @@ export interface Pending {
   readonly content: ReadonlyArray<Content.ContentBlock>
   readonly source: string
   readonly trigger: "send" | "steer"
+  /** `agent.run`'s: told how the turn that took the message ended. */
+  readonly waiter?: Deferred.Deferred<TurnReport>
+  /** `agent.run`'s answer Schema: such a message ends its turn's batch. */
+  readonly output?: Output
+}
+
+/** How a turn's work ended, as far as the work itself knows. */
+export type Outcome =
+  | { readonly _tag: "Completed" }
+  | { readonly _tag: "Aborted" }
+  | { readonly _tag: "Limit"; readonly name: string; readonly message: string; readonly tool?: string }
+  | { readonly _tag: "Failed"; readonly failure: Failure }
+
+/** What `agent.run` learns of the turn that took its message. */
+export interface TurnReport {
+  readonly turn: number
+  /** The `seq` of its `turn/start`. */
+  readonly start: number
+  readonly outcome: Outcome
+  readonly abort: Abort | undefined
+  /** Its answer's output state, when it had one. */
+  readonly output: Output | undefined
 }
 
 /** What stopped a turn from outside: `abort(reason)`, or the agent's disposal. */
@@ -106,6 +130,8 @@ export interface Turn {
   step: Step | undefined
   /** Consecutive `INVALID_ARGS` results per tool name. */
   readonly invalidArgs: Map<string, number>
+  /** The typed answer the turn must give, for `agent.run(input, { output })`. */
+  readonly output: Output | undefined
 }
 
 /** An open step. */

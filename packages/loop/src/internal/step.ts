@@ -9,11 +9,13 @@
  * @internal
  */
 import type { Hooks } from "@dsh/agent"
-import { Assembler, type FinishReason, type HarnessError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, type FinishReason, type HarnessError, LlmError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { SessionEvent } from "@dsh/session"
+import { ToolErrors } from "@dsh/tools"
 import { Data, Effect, Stream } from "effect"
 import { uniqueCallIds } from "./calls.ts"
 import { logInTurn } from "./events.ts"
+import { TurnDefectError } from "../LoopError.ts"
 import { catalogCode, describeCause } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
@@ -26,13 +28,45 @@ export interface StepResult {
 
 /**
  * The model did not answer: a finish of kind `error` or `aborted`, or no finish at all. `code`
- * is a catalog code; `reportedCode` keeps a provider's own code.
+ * is a catalog code; `reportedCode` keeps a provider's own code; `error` is the typed error the
+ * finish stands for (what `agent.run` fails with).
  */
 export class StepFailure extends Data.TaggedError("StepFailure")<{
   readonly code: HarnessError.HarnessError["code"]
   readonly message: string
   readonly reportedCode?: string
+  readonly error: HarnessError.HarnessError
 }> {}
+
+/** The step's failure for a finish that is not an answer, with the typed error of its code. */
+const finishFailure = (code: HarnessError.HarnessError["code"], message: string, reportedCode?: string): StepFailure =>
+  new StepFailure({
+    code,
+    message,
+    ...(reportedCode === undefined ? {} : { reportedCode }),
+    error: typedError(code, message)
+  })
+
+const typedError = (code: HarnessError.HarnessError["code"], message: string): HarnessError.HarnessError => {
+  switch (code) {
+    case "LLM_AUTH":
+      return new LlmError.LlmAuthError({ message })
+    case "LLM_RATE_LIMIT":
+      return new LlmError.LlmRateLimitError({ message })
+    case "LLM_INVALID_REQUEST":
+      return new LlmError.LlmInvalidRequestError({ message })
+    case "LLM_PROTOCOL":
+      return new LlmError.LlmProtocolError({ message })
+    case "LLM_TRANSPORT":
+      return new LlmError.LlmTransportError({ message })
+    case "LLM_SERVER":
+      return new LlmError.LlmServerError({ message })
+    case "ABORTED":
+      return new ToolErrors.AbortedError({ message })
+    default:
+      return new TurnDefectError({ message })
+  }
+}
 
 /** Runs a step to its end. */
 export const runStep = (
@@ -48,7 +82,7 @@ export const runStep = (
       turn: turn.number,
       step: step.number
     }
-    const request = yield* buildRequest(env, context)
+    const request = yield* buildRequest(env, turn, context)
     yield* logRequest(env, state, turn, step, request)
     const assembled = yield* streamAnswer(env, state, turn, step, request)
     const finishReason = yield* answered(env, assembled)
@@ -81,13 +115,19 @@ export const runStep = (
 /** The request: the assembled prompt and the history derived from the log, through the request middleware. */
 const buildRequest = (
   env: Env,
+  turn: Turn,
   context: Hooks.StepContext
 ): Effect.Effect<ModelRequest.ModelRequest, HarnessError.HarnessError> =>
   Effect.gen(function*() {
     const { options } = env
+    const registered = yield* env.registry.schemas()
+    // a turn that owes a typed answer offers the answer tool, in place of a tool of its name
+    const tools = turn.output === undefined
+      ? registered
+      : [...registered.filter((tool) => tool.name !== turn.output!.schema.name), turn.output.schema]
     const assembly = yield* env.prompt.assemble({
       ...(options.prompt === undefined ? {} : { agentPrompt: options.prompt }),
-      tools: yield* env.registry.schemas(),
+      tools,
       context
     })
     const base: ModelRequest.ModelRequest = {
@@ -146,23 +186,16 @@ const streamAnswer = (
 const answered = (env: Env, assembled: Assembler.Assembled): Effect.Effect<FinishReason.FinishReason, StepFailure> => {
   const finishReason = assembled.finishReason
   if (finishReason === undefined) {
-    return new StepFailure({
-      code: "LLM_PROTOCOL",
-      message: `the response of model "${env.options.model}" ended without a finish chunk`
-    })
+    return finishFailure("LLM_PROTOCOL", `the response of model "${env.options.model}" ended without a finish chunk`)
   }
   if (finishReason.kind === "error") {
-    const code = catalogCode(finishReason.code, "LLM_SERVER")
-    return new StepFailure({
-      ...code,
-      message: `the model reported an error${code.reportedCode === undefined ? "" : ` (${code.reportedCode})`}: ${finishReason.message}`
-    })
+    const { code, reportedCode } = catalogCode(finishReason.code, "LLM_SERVER")
+    const named = reportedCode === undefined ? "" : ` (${reportedCode})`
+    return finishFailure(code, `the model reported an error${named}: ${finishReason.message}`, reportedCode)
   }
   if (finishReason.kind === "aborted") {
-    return new StepFailure({
-      code: "ABORTED",
-      message: `the model aborted its response${finishReason.reason === undefined ? "" : `: ${finishReason.reason}`}`
-    })
+    const why = finishReason.reason === undefined ? "" : `: ${finishReason.reason}`
+    return finishFailure("ABORTED", `the model aborted its response${why}`)
   }
   return Effect.succeed(finishReason)
 }

@@ -11,6 +11,7 @@ import type { Content, HarnessError } from "@dsh/llm"
 import { Closing } from "@dsh/session"
 import { Effect, Option } from "effect"
 import { dropLate, logInTurn } from "./events.ts"
+import * as Output from "./output.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 
 /** Runs the calls of a step's message, batch by batch. */
@@ -45,6 +46,14 @@ const nextBatch = (
     return batch
   })
 
+// A turn's typed answer is taken here, decoded like any tool's arguments.
+const resultOf = (env: Env, turn: Turn, call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
+  const output = turn.output
+  return output !== undefined && call.name === output.schema.name
+    ? Effect.sync(() => Output.acceptCall(output, call))
+    : env.registry.execute(call)
+}
+
 const isConcurrencySafe = (env: Env, call: Content.ToolCallBlock): Effect.Effect<boolean> =>
   Effect.map(env.registry.lookup(call.name), Option.match({ onNone: () => false, onSome: (tool) => tool.concurrencySafe }))
 
@@ -74,7 +83,7 @@ const runBatch = (
 // A finished result is kept even when an abort lands right after it: the turn's closing logs it.
 const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(env.registry.execute(call)), (result) => {
+    Effect.flatMap(restore(resultOf(env, turn, call)), (result) => {
       if (turn.closed) return dropLate(env, turn, `the result of tool call ${call.id} (${call.name})`)
       step.results.set(call.id, result)
       return Effect.void

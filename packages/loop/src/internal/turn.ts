@@ -13,33 +13,27 @@
  *
  * @internal
  */
-import type { HarnessError } from "@dsh/llm"
+import { Content, type HarnessError } from "@dsh/llm"
 import { Closing, type SessionEvent } from "@dsh/session"
 import { ToolResult } from "@dsh/tools"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { awaitFiber, graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
-import { describeCause, type Failure } from "./failure.ts"
-import type { AgentState, Env, Pending, Run, Step, Turn } from "./state.ts"
-import { runStep } from "./step.ts"
-
-/** How a turn's work ended, as far as the work itself knows. */
-export type Outcome =
-  | { readonly _tag: "Completed" }
-  | { readonly _tag: "Aborted" }
-  | { readonly _tag: "Limit"; readonly name: string; readonly message: string }
-  | { readonly _tag: "Failed"; readonly failure: Failure }
+import { describeCause } from "./failure.ts"
+import * as Output from "./output.ts"
+import type { AgentState, Env, Outcome, Pending, Run, Step, Turn, TurnReport } from "./state.ts"
+import { runStep, type StepResult } from "./step.ts"
 
 const completed: Outcome = { _tag: "Completed" }
 const aborted: Outcome = { _tag: "Aborted" }
 
-/** Runs a turn for queued messages under its run; never fails. */
+/** Runs a turn for queued messages under its run; never fails. Reports how it ended. */
 export const runTurn = (
   env: Env,
   state: AgentState,
   run: Run,
   messages: ReadonlyArray<Pending>
-): Effect.Effect<void> =>
+): Effect.Effect<TurnReport> =>
   Effect.suspend(() => {
     const number = ++state.lastTurn
     return Effect.gen(function*() {
@@ -52,6 +46,8 @@ export const runTurn = (
       yield* closeTurn(env, state, turn, outcome, deadline)
       yield* flushTurn(env, state, turn, deadline)
       if (window !== undefined) yield* window.cancel
+      const report: TurnReport = { turn: number, start: turn.start, outcome, abort: run.abort, output: turn.output }
+      return report
     }).pipe(
       Effect.withSpan("Agent.turn", {}, { captureStackTrace: false }),
       Effect.annotateSpans({ "dsh.session": env.session.id, "dsh.agent": env.agentId, "dsh.turn": number })
@@ -83,7 +79,8 @@ const openTurn = (
       closed: false,
       dropped: 0,
       step: undefined,
-      invalidArgs: new Map()
+      invalidArgs: new Map(),
+      output: messages.find((pending) => pending.output !== undefined)?.output
     }
     state.turn = turn
     return turn
@@ -105,10 +102,14 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
       const step: Step = { number, calls: [], results: new Map() }
       yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number }, () => (turn.step = step))
       const result = yield* runStep(env, state, turn, step)
-      const stuck = countInvalidArgs(env, turn, step)
+      const answer = yield* awaitedAnswer(env, state, turn, result)
+      const stuck = answer === "answered" ? undefined : countInvalidArgs(env, turn, step)
       const steered = yield* drainSteering(env, state, turn)
       yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number }, () => (turn.step = undefined))
       if (stuck !== undefined) return stuck
+      if (answer === "answered") return completed
+      // the answer is still due: the turn goes on whatever the continuation would say
+      if (answer === "asked-again") continue
       const proceed = yield* env.hooks.continuation.apply(
         {
           message: result.message,
@@ -153,6 +154,30 @@ const takeSteering = (state: AgentState, turn: Turn, pending: Pending): boolean 
   return true
 }
 
+/**
+ * With a typed answer pending: `answered` once it was given (a `final_answer` call or JSON text
+ * that decodes), `asked-again` when the step ended without one — the model is steered to give it,
+ * which counts against the `maxInvalidArgs` budget like a failed call; `undefined` without.
+ */
+const awaitedAnswer = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  result: StepResult
+): Effect.Effect<"answered" | "asked-again" | undefined, HarnessError.HarnessError> => {
+  const output = turn.output
+  if (output === undefined) return Effect.succeed(undefined)
+  if (Option.isSome(output.value)) return Effect.succeed("answered")
+  if (result.hadToolCalls) return Effect.succeed("asked-again")
+  const again = Output.acceptText(output, result.message.content)
+  if (again === undefined) return Effect.succeed("answered")
+  turn.invalidArgs.set(Output.toolName, (turn.invalidArgs.get(Output.toolName) ?? 0) + 1)
+  return Effect.as(
+    logInTurn(env, state, turn, "steering/message", { turn: turn.number, content: [Content.text(again)], source: "dsh/output" }),
+    "asked-again"
+  )
+}
+
 /** Counts consecutive `INVALID_ARGS` results per tool; the limit outcome when one reached the limit. */
 const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined => {
   for (const call of step.calls) {
@@ -164,7 +189,8 @@ const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined
       return {
         _tag: "Limit",
         name: "invalid-args",
-        message: `the model sent invalid arguments to tool "${tool}" ${count} times in a row`
+        message: `the model sent invalid arguments to tool "${tool}" ${count} times in a row`,
+        tool
       }
     }
   }

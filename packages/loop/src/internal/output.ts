@@ -1,0 +1,97 @@
+/**
+ * Typed final output (`agent.run(input, { output })`): the answer's Schema reaches the model as
+ * a `final_answer` tool, and the answer is decoded exactly like tool arguments — the same
+ * parsing, the same violations with their paths, the same `INVALID_ARGS` result the model
+ * corrects itself from — under the same budget (`maxInvalidArgs` consecutive failures). An
+ * answer given as JSON text instead of a call is accepted too; text that does not decode is
+ * answered with a steering message listing the violations.
+ *
+ * @internal
+ */
+import type { Content, ModelRequest } from "@dsh/llm"
+import { Tool, ToolArgs, type ToolErrors, ToolResult } from "@dsh/tools"
+import { Effect, Option, Result, Schema, SchemaAST } from "effect"
+
+/** The name of the answer tool (shadows a registered tool of that name during an output run). */
+export const toolName = "final_answer"
+
+/** A turn's pending answer. */
+export interface Output {
+  readonly schema: ModelRequest.ToolSchema
+  readonly decode: ToolArgs.Decoder<unknown>
+  /** Whether the Schema is wrapped as `{ answer }` (it is not a struct). */
+  readonly wrapped: boolean
+  /** The decoded answer, once given. */
+  value: Option.Option<unknown>
+  /** What was wrong with the last answer that did not decode. */
+  lastProblem: string | undefined
+}
+
+// A struct is the tool's parameters as it is; anything else is wrapped as { answer }.
+const isStruct = (schema: Schema.Top): schema is Tool.ParametersSchema =>
+  SchemaAST.isObjects(schema.ast) && "fields" in schema
+
+/** The answer tool and decoder of an output Schema; `INVALID_TOOL` when it has no JSON Schema. */
+export const make = (schema: Schema.Codec<unknown, any>): Result.Result<Output, ToolErrors.InvalidToolError> => {
+  const wrapped = !isStruct(schema)
+  const parameters = (wrapped ? Schema.Struct({ answer: schema }) : schema) as Tool.ParametersSchema
+  const tool = Tool.make(toolName, {
+    description: wrapped
+      ? "Give your final answer by calling this tool once, with the answer as `answer`. Call it when you are done; it ends your turn."
+      : "Give your final answer by calling this tool once, with the answer as its arguments. Call it when you are done; it ends your turn.",
+    parameters,
+    execute: () => Effect.succeed("")
+  })
+  return Result.map(Tool.wireSchema(tool), (wire) => ({
+    schema: wire,
+    decode: ToolArgs.decoder(tool),
+    wrapped,
+    value: Option.none(),
+    lastProblem: undefined
+  }))
+}
+
+const unwrap = (output: Output, args: unknown): unknown =>
+  output.wrapped ? (args as { readonly answer: unknown }).answer : args
+
+/** Takes an answer given as a `final_answer` call: the result that answers the call. */
+export const acceptCall = (output: Output, call: Content.ToolCallBlock): Content.ToolResultBlock => {
+  const decoded = output.decode(call.arguments)
+  if (Result.isFailure(decoded)) {
+    output.lastProblem = decoded.failure.message
+    return ToolResult.failure(call, decoded.failure)
+  }
+  output.value = Option.some(unwrap(output, decoded.success))
+  return ToolResult.success(call, "Answer received.")
+}
+
+/**
+ * Takes an answer given as text: accepted when the text (or a fenced JSON block in it) decodes;
+ * otherwise the steering text that asks for it again, with what was wrong.
+ */
+export const acceptText = (output: Output, content: ReadonlyArray<Content.ContentBlock>): string | undefined => {
+  const text = content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("")
+  const candidate = jsonIn(text)
+  const asArguments = candidate === undefined ? undefined : output.decode(argumentsFor(output, candidate))
+  if (asArguments !== undefined && Result.isSuccess(asArguments)) {
+    output.value = Option.some(unwrap(output, asArguments.success))
+    return undefined
+  }
+  const problem = asArguments === undefined
+    ? "your last message gave no answer in the required form"
+    : asArguments.failure.message
+  output.lastProblem = problem
+  return `Give your final answer by calling the \`${toolName}\` tool. ${problem}`
+}
+
+// the text as the arguments the tool would take (wrapped Schemas take { answer })
+const argumentsFor = (output: Output, json: string): string => (output.wrapped ? `{"answer":${json}}` : json)
+
+const fence = /```(?:json)?\s*\n([\s\S]*?)```/
+
+/** The JSON a text answer holds: a fenced block's content, or the whole trimmed text. */
+const jsonIn = (text: string): string | undefined => {
+  const trimmed = text.trim()
+  if (trimmed === "") return undefined
+  return fence.exec(trimmed)?.[1]?.trim() ?? trimmed
+}

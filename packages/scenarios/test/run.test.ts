@@ -1,0 +1,231 @@
+/**
+ * `agent.run`: one call that sends, waits for the turn that answers and returns what it
+ * produced, typed — or fails with the typed error of a turn that did not answer. With an
+ * `output` Schema the answer is decoded like tool arguments, under the same retry budget.
+ */
+import { TurnResult } from "@dsh/agent"
+import { FinishReason, History, LlmError, Usage } from "@dsh/llm"
+import { ScriptedModel } from "@dsh/model"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Schema, Scope } from "effect"
+import { create, endReasons, ofType, requests, TestLayer, textOf, waitFor } from "./helpers.ts"
+
+const { reply } = ScriptedModel
+
+const usage = (inputTokens: number, outputTokens: number) => Usage.make({ inputTokens, outputTokens })
+
+const Weather = Schema.Struct({ city: Schema.String, celsius: Schema.Number })
+
+describe("agent.run", () => {
+  it.effect("returns the final text, the turn's messages, its tool calls with results and the usage summed", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("echo hello, then answer")
+      expect(result.turn).toBe(1)
+      expect(result.text).toBe("Done: hello.")
+      expect(result.reason).toStrictEqual({ kind: "completed" })
+      expect(result.output).toBeUndefined()
+      expect(History.toArray(result.messages).map((m) => m.role)).toStrictEqual(["user", "assistant", "user", "assistant"])
+      expect(result.toolCalls.map(({ call, result }) => [call.name, call.arguments, textOf(result.content)])).toStrictEqual([
+        ["echo", `{"text":"hello"}`, "echo: hello"]
+      ])
+      expect(result.usage).toStrictEqual(usage(30, 12))
+      // a second run is the next turn, with only its own messages
+      const second = yield* agent.run("and again")
+      expect(second.turn).toBe(2)
+      expect(History.toArray(second.messages).map((m) => m.role)).toStrictEqual(["user", "assistant"])
+      expect(second.toolCalls).toStrictEqual([])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.toolCalls([{ name: "echo", arguments: { text: "hello" } }], { usage: usage(10, 5) }),
+          reply.text("Done: hello.", { usage: usage(20, 7) }),
+          reply.text("Again.")
+        ]
+      }))
+    ))
+
+  it.effect("a turn that fails fails the call with the turn's own typed error", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const failed = yield* Effect.flip(agent.run("go"))
+      expect(failed).toBeInstanceOf(LlmError.LlmRateLimitError)
+      expect(failed.code).toBe("LLM_RATE_LIMIT")
+      // a finish of kind error stands for the error of its code, the provider's own code named
+      const finished = yield* Effect.flip(agent.run("again"))
+      expect(finished).toBeInstanceOf(LlmError.LlmServerError)
+      expect(finished.message).toContain("(upstream_overloaded)")
+      // a recovered caller can catch by tag
+      const recovered = yield* agent.run("once more").pipe(Effect.map((r) => r.text))
+      expect(recovered).toBe("fine")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.fail(new LlmError.LlmRateLimitError({ message: "slow down", retryAfterMillis: 1000 })),
+          reply.text("x", { finish: FinishReason.error("upstream_overloaded", "busy") }),
+          reply.text("fine")
+        ]
+      }))
+    ))
+
+  it.effect("an aborted turn fails with TurnAbortedError; a guard with TurnLimitError", () =>
+    Effect.gen(function*() {
+      const agent = yield* create({ maxSteps: 1 })
+      const running = yield* Effect.forkChild(agent.run("think"), { startImmediately: true })
+      yield* waitFor(agent.session, "assistant/chunk")
+      yield* agent.abort("changed my mind")
+      const aborted = yield* Effect.flip(Fiber.join(running))
+      expect(aborted).toBeInstanceOf(TurnResult.TurnAbortedError)
+      expect(aborted).toMatchObject({ code: "ABORTED", turn: 1, reason: "changed my mind" })
+      const limited = yield* Effect.flip(agent.run("use tools forever"))
+      expect(limited).toBeInstanceOf(TurnResult.TurnLimitError)
+      expect(limited).toMatchObject({ code: "TURN_LIMIT", limit: "max-steps", turn: 2 })
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.hangAt(reply.text("never"), 1),
+          reply.toolCalls([{ name: "echo", arguments: { text: "1" } }])
+        ]
+      }))
+    ))
+
+  it.effect("interrupting run aborts its turn; a run queued behind it is served", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const first = yield* Effect.forkChild(agent.run("slow"), { startImmediately: true })
+      yield* waitFor(agent.session, "assistant/chunk")
+      const second = yield* Effect.forkChild(agent.run("next"), { startImmediately: true })
+      yield* Fiber.interrupt(first)
+      const served = yield* Fiber.join(second)
+      expect(served.text).toBe("next answer")
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([
+        { kind: "aborted", reason: "agent.run was interrupted" },
+        { kind: "completed" }
+      ])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({ script: [reply.hangAt(reply.text("slow"), 1), reply.text("next answer")] }))
+    ))
+
+  it.effect("the agent disposed before the turn answered: AgentDisposedError", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const agent = yield* create().pipe(Scope.provide(scope))
+      const running = yield* Effect.forkChild(agent.run("hang"), { startImmediately: true })
+      const queued = yield* Effect.forkChild(agent.run("queued"), { startImmediately: true })
+      yield* Effect.yieldNow
+      yield* Scope.close(scope, Exit.void)
+      for (const fiber of [running, queued]) {
+        const error = yield* Effect.flip(Fiber.join(fiber))
+        expect(error.code).toBe("AGENT_DISPOSED")
+      }
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.hangAt(reply.text("x"), 1)] }))))
+})
+
+describe("agent.run with an output Schema", () => {
+  it.effect("the model answers through final_answer; the answer is decoded and typed", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("weather in Oslo?", { output: Weather })
+      const answer: { readonly city: string; readonly celsius: number } = result.output
+      expect(answer).toStrictEqual({ city: "Oslo", celsius: -3 })
+      // the Schema reached the model as a tool
+      const [request] = yield* requests
+      const tool = request!.tools?.find((t) => t.name === "final_answer")
+      expect(tool?.parameters).toMatchObject({ type: "object", required: ["city", "celsius"] })
+      expect(result.toolCalls.map((e) => e.call.name)).toStrictEqual(["final_answer"])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [reply.toolCalls([{ name: "final_answer", arguments: { city: "Oslo", celsius: -3 } }])]
+      }))
+    ))
+
+  it.effect("an answer that does not decode goes back with every violation; the corrected one is taken", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("weather?", { output: Weather })
+      expect(result.output).toStrictEqual({ city: "Oslo", celsius: 4 })
+      const results = ofType(yield* agent.session.events, "tool/result")
+      expect(results[0]?.data.error?.code).toBe("INVALID_ARGS")
+      expect(textOf(results[0]!.data.content)).toContain("at celsius")
+      expect(textOf(results[0]!.data.content)).toContain("at city: Missing key")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.toolCalls([{ name: "final_answer", arguments: { celsius: "warm" } }]),
+          reply.toolCalls([{ name: "final_answer", arguments: { city: "Oslo", celsius: 4 } }])
+        ]
+      }))
+    ))
+
+  it.effect("an answer given as JSON text is accepted; text that does not decode is asked for again", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("weather?", { output: Weather })
+      expect(result.output).toStrictEqual({ city: "Bergen", celsius: 9 })
+      const steering = ofType(yield* agent.session.events, "steering/message")
+      expect(steering.map((e) => e.data.source)).toStrictEqual(["dsh/output"])
+      expect(textOf(steering[0]!.data.content)).toContain("final_answer")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [reply.text("It is mild in Bergen."), reply.text("```json\n{\"city\":\"Bergen\",\"celsius\":9}\n```")]
+      }))
+    ))
+
+  it.effect("a Schema that is not a struct is asked for as { answer }", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("list the cities", { output: Schema.Array(Schema.String) })
+      const cities: ReadonlyArray<string> = result.output
+      expect(cities).toStrictEqual(["Oslo", "Bergen"])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [reply.toolCalls([{ name: "final_answer", arguments: { answer: ["Oslo", "Bergen"] } }])]
+      }))
+    ))
+
+  it.effect("the budget spent: InvalidOutputError with the last violations", () =>
+    Effect.gen(function*() {
+      const agent = yield* create({ maxInvalidArgs: 2 })
+      const failed = yield* Effect.flip(agent.run("weather?", { output: Weather }))
+      expect(failed).toBeInstanceOf(TurnResult.InvalidOutputError)
+      expect(failed.code).toBe("INVALID_OUTPUT")
+      expect(failed.message).toContain("at city: Missing key")
+      // the agent goes on
+      expect((yield* agent.run("plain")).text).toBe("ok")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.toolCalls([{ name: "final_answer", arguments: { celsius: 1 } }]),
+          reply.toolCalls([{ name: "final_answer", arguments: { celsius: 2 } }]),
+          reply.text("ok")
+        ]
+      }))
+    ))
+
+  it.effect("a run owing an answer has a turn of its own: messages queued behind it wait for the next", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const typed = yield* Effect.forkChild(agent.run("weather?", { output: Weather }), { startImmediately: true })
+      const plain = yield* Effect.forkChild(agent.run("thanks"), { startImmediately: true })
+      expect((yield* Fiber.join(typed)).output).toStrictEqual({ city: "Oslo", celsius: 1 })
+      expect((yield* Fiber.join(plain)).turn).toBe(2)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.toolCalls([{ name: "final_answer", arguments: { city: "Oslo", celsius: 1 } }]),
+          reply.text("you are welcome")
+        ]
+      }))
+    ))
+})
+
