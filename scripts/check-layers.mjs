@@ -15,7 +15,7 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { APPS_LAYER, LAYERS, LOOP_PACKAGE, SCOPE, layerIndexOf, mayDependOn } from "./layers.mjs"
+import { APPS_LAYER, LAYERS, LOOP_PACKAGE, SCOPE, layerIndexOf, mayDependOn, packageNameOf } from "./layers.mjs"
 
 const DEPENDENCY_FIELDS = ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]
 
@@ -58,8 +58,8 @@ export function checkLayers(root) {
       problems.push(`bad-manifest: ${where}/package.json does not parse: ${error instanceof Error ? error.message : String(error)}`)
       continue
     }
-    if (manifest.name !== `${SCOPE}/${dir}`) {
-      problems.push(`package-name: ${where}/package.json is named ${JSON.stringify(manifest.name)}, expected "${SCOPE}/${dir}"`)
+    if (manifest.name !== packageNameOf(dir)) {
+      problems.push(`package-name: ${where}/package.json is named ${JSON.stringify(manifest.name)}, expected "${packageNameOf(dir)}"`)
     }
     if (fromLayer < 0) continue
 

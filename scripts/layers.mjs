@@ -48,6 +48,22 @@ export const APPS_LAYER = "apps"
 /** npm scope of the workspace packages. */
 export const SCOPE = "@dsh"
 
+/**
+ * The umbrella package (docs/adr/0018-umbrella-and-one-call-composition.md): the one package a
+ * user installs, re-exporting the others. It is named without the scope (`dsh`), the only
+ * package that is; it is in the apps layer, since its composition picks the loop.
+ */
+export const UMBRELLA_PACKAGE = "dsh"
+
+/**
+ * The npm name of the package in packages/<dir>.
+ * @param {string} dir
+ * @returns {string}
+ */
+export function packageNameOf(dir) {
+  return dir === UMBRELLA_PACKAGE ? UMBRELLA_PACKAGE : `${SCOPE}/${dir}`
+}
+
 /** All package names, in layer order. @type {readonly string[]} */
 export const ALL_PACKAGES = Object.freeze(LAYERS.flatMap((layer) => layer.packages))
 

@@ -123,7 +123,7 @@ describe("the layer table (scripts/layers.mjs)", () => {
       ["deepseek", "effect-ai"],
       ["invariants"],
       ["testing"],
-      ["cli", "examples", "scenarios"]
+      ["cli", "dsh", "examples", "scenarios"]
     ])
     expect(new Set(ALL_PACKAGES).size).toBe(ALL_PACKAGES.length)
     expect(LOOP_PACKAGE).toBe("loop")
