@@ -3,7 +3,6 @@ import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
 import { InvariantErrors } from "@dsh/invariants"
-import { LoopErrors } from "@dsh/loop"
 import { Prompt } from "@dsh/prompt"
 import { SessionErrors } from "@dsh/session"
 import { Replay } from "@dsh/testing"
@@ -22,7 +21,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...ToolErrors.classes,
   ...Agent.classes,
   ...TurnResult.classes,
-  ...LoopErrors.classes,
+  
   ...DeepSeekError.classes,
   ...InvariantErrors.classes,
   ...Replay.classes

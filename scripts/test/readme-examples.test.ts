@@ -1,5 +1,5 @@
 /**
- * The root README's and every package README's example (the ```ts block after `<!-- example -->`) runs: it is
+ * The root README's and every package README's examples (each ```ts block after `<!-- example -->`) run: each is
  * extracted to scratchpad/tmp, type-checked with the project's settings, run on the project's
  * Node, and what it prints must match its `// …` comments on lines that call `console.log`.
  */
@@ -15,10 +15,12 @@ const examples = [
   { pkg: "root", readme: join(root, "README.md") },
   ...readdirSync(join(root, "packages")).map((pkg) => ({ pkg, readme: join(root, "packages", pkg, "README.md") }))
 ]
-  .map(({ pkg, readme }) => {
-    if (!existsSync(readme)) return { pkg, code: undefined }
-    const match = /<!-- example -->\s*```ts\n([\s\S]*?)```/.exec(readFileSync(readme, "utf8"))
-    return { pkg, code: match?.[1] }
+  .flatMap(({ pkg, readme }) => {
+    if (!existsSync(readme)) return [{ pkg, code: undefined }]
+    // every example of a README runs; the first one carries the package's name
+    const blocks = [...readFileSync(readme, "utf8").matchAll(/<!-- example -->\s*```ts\n([\s\S]*?)```/g)]
+    if (blocks.length === 0) return [{ pkg, code: undefined }]
+    return blocks.map((block, i) => ({ pkg: i === 0 ? pkg : `${pkg}-${i + 1}`, code: block[1] }))
   })
 
 // console.log outputs are compared without whitespace and quote style, which inspect varies

@@ -5,7 +5,10 @@
  *
  * @since 0.1.0
  */
-import { type Content, HarnessError, type Ids } from "@dsh/llm"
+import { type Content, HarnessError, type Ids, type LlmError, type Middleware } from "@dsh/llm"
+import type { ModelErrors } from "@dsh/model"
+import type { PromptSectionError } from "@dsh/prompt"
+import type { ToolErrors } from "@dsh/tools"
 import type { Session, SessionEvent, SessionErrors } from "@dsh/session"
 import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
 import type * as TurnResult from "./TurnResult.ts"
@@ -71,8 +74,23 @@ export class InvalidInputError extends Schema.TaggedError<InvalidInputError>()("
 export const classes = [AgentDisposedError, InvalidInputError] as const
 
 /**
- * How `agent.run` fails: the turn's own typed failure, or one of the tagged errors of a turn
- * that did not answer.
+ * A typed failure of a class dsh does not know — a middleware's own error, say — that ended a
+ * turn. At run time it is that error as it is; its type matches no tag literal, so
+ * `Effect.catchTag` narrows `RunError` to the classes dsh knows.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OtherTurnError extends HarnessError.HarnessError {
+  readonly _tag: string & { readonly OtherTurnError: true }
+}
+
+/**
+ * How `agent.run` fails: a tagged error of a turn that did not answer, or the turn's own typed
+ * failure — the `LlmError`s, a middleware's `MiddlewareError`, `NoModelError`,
+ * `PromptSectionError`, `AbortedError` (a finish of kind aborted), `InvalidToolError` (an
+ * output Schema without a JSON Schema), `TurnDefectError` for a bug — or another harness error
+ * ({@link OtherTurnError}).
  *
  * @since 0.1.0
  * @category models
@@ -81,9 +99,16 @@ export type RunError =
   | TurnResult.TurnAbortedError
   | TurnResult.TurnLimitError
   | TurnResult.InvalidOutputError
+  | TurnResult.TurnDefectError
   | AgentDisposedError
   | InvalidInputError
-  | HarnessError.HarnessError
+  | LlmError.LlmError
+  | Middleware.MiddlewareError
+  | ModelErrors.NoModelError
+  | PromptSectionError
+  | ToolErrors.AbortedError
+  | ToolErrors.InvalidToolError
+  | OtherTurnError
 
 /**
  * A running agent.

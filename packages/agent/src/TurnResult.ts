@@ -106,12 +106,24 @@ export class InvalidOutputError extends Schema.TaggedError<InvalidOutputError>()
 }) {}
 
 /**
+ * Something inside a turn died with an exception that is not a harness error (a bug). The
+ * turn ends with an `error` event carrying this code; the agent goes on; `agent.run` fails
+ * with it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TurnDefectError extends Schema.TaggedError<TurnDefectError>()("TurnDefectError", {
+  ...HarnessError.fields("DEFECT")
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const classes = [TurnAbortedError, TurnLimitError, InvalidOutputError] as const
+export const classes = [TurnAbortedError, TurnLimitError, InvalidOutputError, TurnDefectError] as const
 
 /**
  * The result of the turn whose events are `events` (its `turn/start` to its `turn/end`).

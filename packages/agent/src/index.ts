@@ -16,4 +16,4 @@ export { AgentHooks } from "./AgentHooks.ts"
 /** @since 0.1.0 */
 export * as TurnResult from "./TurnResult.ts"
 /** @since 0.1.0 */
-export { InvalidOutputError, TurnAbortedError, TurnLimitError } from "./TurnResult.ts"
+export { InvalidOutputError, TurnAbortedError, TurnDefectError, TurnLimitError } from "./TurnResult.ts"

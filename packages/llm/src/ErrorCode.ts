@@ -124,7 +124,7 @@ export const catalog = {
   },
   DEFECT: {
     meaning: "Something inside a turn died with an exception that is not a harness error (a bug); the turn ended with an error event and the agent went on.",
-    raisedBy: "@dsh/loop (TurnDefectError), raised by the loop's containment"
+    raisedBy: "@dsh/agent (TurnDefectError), raised by the loop's containment"
   },
   INVARIANT: {
     meaning: "A session log broke the event contract (docs/event-contract.md); the message names the rule, the session, the event's seq and type.",

@@ -3,19 +3,22 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import { TurnResult } from "@dsh/agent"
 
 /**
- * Something inside a turn died with an exception that is not a harness error (a bug). The
- * turn ends with an `error` event carrying this code; the agent goes on.
+ * Something inside a turn died with an exception that is not a harness error (a bug); defined
+ * in `@dsh/agent` (`TurnResult.TurnDefectError`), since `agent.run` fails with it.
  *
  * @since 0.1.0
  * @category errors
  */
-export class TurnDefectError extends Schema.TaggedError<TurnDefectError>()("TurnDefectError", {
-  ...HarnessError.fields("DEFECT")
-}) {}
+export const TurnDefectError = TurnResult.TurnDefectError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type TurnDefectError = TurnResult.TurnDefectError
 
 /**
  * The classes of this module, for code that enumerates them (the error-code table test).

@@ -57,7 +57,8 @@ const resultOf = (env: Env, report: TurnReport): Effect.Effect<TurnResult.TurnRe
   const { outcome, turn } = report
   switch (outcome._tag) {
     case "Failed":
-      return Effect.fail(outcome.failure.error)
+      // the turn's own typed error: one of the classes RunError lists, or another harness error
+      return Effect.fail(outcome.failure.error as Agent.RunError)
     case "Aborted":
       return Effect.fail(
         report.abort?.disposal === true
