@@ -51,7 +51,10 @@ export interface Options<
   readonly model: Layer.Layer<ROut, E, RIn>
   /** The tools the agents may call, registered for the Layer's lifetime. */
   readonly tools?: T
-  /** Where sessions live: in memory (the default), or one JSONL file each in `directory`. */
+  /**
+   * Where sessions live: in memory (the default), one JSONL file each in `directory`, or a
+   * Layer of your own providing `SessionStore` and `FlushCheckpoint` (another store).
+   */
   readonly sessions?: S
   /** System-prompt sections, assembled into every request in `order`. */
   readonly prompt?: ReadonlyArray<Section>
@@ -72,7 +75,10 @@ export interface Options<
  * @since 0.1.0
  * @category models
  */
-export type SessionsOption = "memory" | { readonly directory: string }
+export type SessionsOption =
+  | "memory"
+  | { readonly directory: string }
+  | Layer.Layer<SessionStore | FlushCheckpoint, SessionErrors.PersistenceError>
 
 /**
  * What {@link layer} provides, besides what the model Layer provides itself.
@@ -125,9 +131,11 @@ export const layer = <
 }
 
 const sessionsLayer = (sessions: SessionsOption, invariants: boolean) => {
-  const store = Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)
-  const checked = invariants ? Layer.provideMerge(Invariants.layer, store) : store
-  return sessions === "memory" ? checked : JsonlSessions.layer(sessions).pipe(Layer.provideMerge(checked))
+  const withInvariants = (store: Layer.Layer<SessionStore | FlushCheckpoint, SessionErrors.PersistenceError>) =>
+    invariants ? Layer.provideMerge(Invariants.layer, store) : store
+  if (sessions !== "memory" && !("directory" in sessions)) return withInvariants(sessions)
+  const inMemory = withInvariants(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer))
+  return sessions === "memory" ? inMemory : JsonlSessions.layer(sessions).pipe(Layer.provideMerge(inMemory))
 }
 
 const sectionsLayer = (sections: ReadonlyArray<Section>): Layer.Layer<never, never, SystemPrompt> =>

@@ -1,9 +1,9 @@
 /**
  * The umbrella package: every public module in one import, and the one-call composition.
  */
-import { Agents, Dsh, Invariants, JsonlSessions, ScriptedModel, SessionStore, Tool, ToolMiddleware, ToolRegistry } from "dsh"
+import { Agents, Dsh, FlushCheckpoint, Invariants, JsonlSessions, ScriptedModel, SessionStore, Tool, ToolMiddleware, ToolRegistry } from "dsh"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { mkdtempSync, readdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -70,6 +70,21 @@ describe("Dsh.layer", () => {
         expect(result.turn).toBe(2)
         yield* (yield* Invariants).verify
       }).pipe(Effect.scoped, Effect.provide(Live([reply.text("two")])))
+    }))
+
+  it.effect("sessions may be a Layer of your own: the agents' sessions live in that store", () =>
+    Effect.gen(function*() {
+      const created: Array<string> = []
+      const store = Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer).pipe(
+        Layer.tap((context) =>
+          Effect.forkDetach(Stream.runForEach(Context.get(context, SessionStore).sessions, (s) => Effect.sync(() => created.push(s.id))))
+        )
+      )
+      yield* Effect.gen(function*() {
+        const agent = yield* Dsh.agent({ session: { id: "mine" } })
+        yield* agent.run("hi")
+      }).pipe(Effect.scoped, Effect.provide(Dsh.layer({ model: ScriptedModel.layer({ script: [reply.text("hello")] }), sessions: store })))
+      expect(created).toStrictEqual(["mine"])
     }))
 
   it.effect("a composition that cannot be built fails with a typed error", () =>
