@@ -111,7 +111,8 @@ export const layer: Layer.Layer<
           options,
           maxSteps: options.maxSteps ?? DEFAULT_MAX_STEPS,
           maxInvalidArgs: options.maxInvalidArgs ?? DEFAULT_MAX_INVALID_ARGS,
-          abortGrace: options.abortGrace === undefined ? DEFAULT_ABORT_GRACE : Duration.fromInputUnsafe(options.abortGrace)
+          abortGrace: options.abortGrace === undefined ? DEFAULT_ABORT_GRACE : Duration.fromInputUnsafe(options.abortGrace),
+          agentScope: yield* Effect.scope
         }
         const state = yield* makeState(lastTurnOf(logged), lastSettingsOf(logged))
         yield* setStatus(env, state, "idle")

@@ -12,6 +12,8 @@ export * as Tool from "./Tool.ts"
 /** @since 0.1.0 */
 export * as ToolArgs from "./ToolArgs.ts"
 /** @since 0.1.0 */
+export * as ToolContext from "./ToolContext.ts"
+/** @since 0.1.0 */
 export * as ToolErrors from "./ToolError.ts"
 /** @since 0.1.0 */
 export * as ToolMiddleware from "./ToolMiddleware.ts"

@@ -12,7 +12,7 @@ import type { Model } from "@dsh/model"
 import type { SystemPrompt } from "@dsh/prompt"
 import type { FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
 import type { ToolRegistry } from "@dsh/tools"
-import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type SubscriptionRef } from "effect"
+import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type Scope, type SubscriptionRef } from "effect"
 import { fire, makeSignal, type Signal, timer } from "./bounded.ts"
 import type { Failure } from "./failure.ts"
 import type { Output } from "./output.ts"
@@ -30,6 +30,8 @@ export interface Env {
   readonly maxSteps: number
   readonly maxInvalidArgs: number
   readonly abortGrace: Duration.Duration
+  /** The scope the agent lives in (closed at its disposal): what its tool calls start to outlive them. */
+  readonly agentScope: Scope.Scope
 }
 
 /** A message waiting for a turn. */

@@ -9,6 +9,7 @@
  */
 import type { Content, HarnessError } from "@dsh/llm"
 import { Closing } from "@dsh/session"
+import { ToolContext } from "@dsh/tools"
 import { Effect, Option } from "effect"
 import { dropLate, logInTurn } from "./events.ts"
 import * as Output from "./output.ts"
@@ -47,11 +48,17 @@ const nextBatch = (
   })
 
 // A turn's typed answer is taken here, decoded like any tool's arguments.
-const resultOf = (env: Env, turn: Turn, call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
+const resultOf = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
   const output = turn.output
-  return output !== undefined && call.name === output.schema.name
-    ? Effect.sync(() => Output.acceptCall(output, call))
-    : env.registry.execute(call)
+  if (output !== undefined && call.name === output.schema.name) return Effect.sync(() => Output.acceptCall(output, call))
+  return env.registry.execute(call).pipe(ToolContext.within({
+    agentId: env.agentId,
+    session: env.session,
+    turn: turn.number,
+    step: step.number,
+    callId: call.id,
+    agentScope: env.agentScope
+  }))
 }
 
 const isConcurrencySafe = (env: Env, call: Content.ToolCallBlock): Effect.Effect<boolean> =>
@@ -83,7 +90,7 @@ const runBatch = (
 // A finished result is kept even when an abort lands right after it: the turn's closing logs it.
 const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(resultOf(env, turn, call)), (result) => {
+    Effect.flatMap(restore(resultOf(env, turn, step, call)), (result) => {
       if (turn.closed) return dropLate(env, turn, `the result of tool call ${call.id} (${call.name})`)
       step.results.set(call.id, result)
       return Effect.void
