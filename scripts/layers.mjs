@@ -32,7 +32,7 @@ export const LAYERS = Object.freeze([
   { name: "tools", packages: ["tools"] },
   { name: "agent", packages: ["agent"] },
   { name: "loop", packages: ["loop"] },
-  { name: "capabilities", packages: ["bash", "mcp", "files"] },
+  { name: "capabilities", packages: ["bash", "mcp", "files", "permissions"] },
   { name: "model adapters", packages: ["deepseek", "effect-ai"] },
   { name: "invariants", packages: ["invariants"] },
   { name: "testing", packages: ["testing"] },

@@ -119,7 +119,7 @@ describe("the layer table (scripts/layers.mjs)", () => {
       ["tools"],
       ["agent"],
       ["loop"],
-      ["bash", "mcp", "files"],
+      ["bash", "mcp", "files", "permissions"],
       ["deepseek", "effect-ai"],
       ["invariants"],
       ["testing"],

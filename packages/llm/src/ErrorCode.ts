@@ -86,6 +86,54 @@ export const catalog = {
     meaning: "A tool was registered under a name that is already registered.",
     raisedBy: "@dsh/tools (DuplicateToolError), raised by the tool registry"
   },
+  FILE_NOT_FOUND: {
+    meaning: "A file tool's path does not exist (ENOENT); the message names the path as the model gave it.",
+    raisedBy: "@dsh/files (FileNotFoundError), raised by the file tools"
+  },
+  FILE_IO: {
+    meaning: "A file operation failed in the file system (EACCES, EISDIR, ENOSPC, …); the message carries the system's code and the path.",
+    raisedBy: "@dsh/files (FileIoError), raised by the file tools"
+  },
+  FILE_BINARY: {
+    meaning: "A read refused a binary file (it holds NUL bytes or is not valid UTF-8); the message says so and gives its size.",
+    raisedBy: "@dsh/files (FileBinaryError), raised by the read tool"
+  },
+  FILE_TOO_LARGE: {
+    meaning: "A file is larger than the tool's size cap; the message gives the size and how to read it in ranges.",
+    raisedBy: "@dsh/files (FileTooLargeError), raised by the file tools"
+  },
+  EDIT_NOT_FOUND: {
+    meaning: "An edit's old text does not occur in the file; the message says so, with the closest line if there is one.",
+    raisedBy: "@dsh/files (EditNotFoundError), raised by the edit tool"
+  },
+  EDIT_AMBIGUOUS: {
+    meaning: "An edit's old text occurs more than once; the message gives the count and the lines, so more context can make it unique.",
+    raisedBy: "@dsh/files (EditAmbiguousError), raised by the edit tool"
+  },
+  COMMAND_FAILED: {
+    meaning: "A shell command could not be started or watched (no shell, a working directory that does not exist, a spawn error); a non-zero exit is not this but a result.",
+    raisedBy: "@dsh/bash (CommandFailedError), raised by the bash capability"
+  },
+  JOB_NOT_FOUND: {
+    meaning: "A background job id that no running or finished job of this agent has.",
+    raisedBy: "@dsh/bash (JobNotFoundError), raised by the background-job tools"
+  },
+  MCP_CONNECT: {
+    meaning: "An MCP server could not be started or reached (a command that fails, a URL that refuses, a handshake that fails).",
+    raisedBy: "@dsh/mcp (McpConnectError), raised by the MCP capability"
+  },
+  MCP_PROTOCOL: {
+    meaning: "An MCP server broke the protocol (a malformed message, a result that does not decode).",
+    raisedBy: "@dsh/mcp (McpProtocolError), raised by the MCP capability"
+  },
+  MCP_SERVER: {
+    meaning: "An MCP server failed a call (a JSON-RPC error) or died during it; a server that died is started again on its next call.",
+    raisedBy: "@dsh/mcp (McpServerError), raised by the MCP capability"
+  },
+  CONFIG_INVALID: {
+    meaning: "The dsh command's configuration (its config file, a flag or an environment variable) is invalid; the message names the field and what was expected.",
+    raisedBy: "dsh (ConfigInvalidError), raised by the dsh command"
+  },
   SESSION_EXISTS: {
     meaning: "A session was created with an id that the store already holds.",
     raisedBy: "@dsh/session (SessionExistsError), raised by the session store"
