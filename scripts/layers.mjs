@@ -33,7 +33,8 @@ export const LAYERS = Object.freeze([
   { name: "agent", packages: ["agent"] },
   { name: "loop", packages: ["loop"] },
   { name: "capabilities", packages: ["bash", "mcp", "files", "permissions"] },
-  { name: "model adapters", packages: ["deepseek", "effect-ai"] },
+  { name: "model wires", packages: ["openai"] },
+  { name: "model adapters", packages: ["deepseek", "anthropic", "effect-ai"] },
   { name: "invariants", packages: ["invariants"] },
   { name: "testing", packages: ["testing"] },
   { name: "apps", packages: ["cli", "dsh", "examples", "scenarios"] }

@@ -106,6 +106,7 @@ describe("the layer table (scripts/layers.mjs)", () => {
       "agent",
       "loop",
       "capabilities",
+      "model wires",
       "model adapters",
       "invariants",
       "testing",
@@ -120,7 +121,8 @@ describe("the layer table (scripts/layers.mjs)", () => {
       ["agent"],
       ["loop"],
       ["bash", "mcp", "files", "permissions"],
-      ["deepseek", "effect-ai"],
+      ["openai"],
+      ["deepseek", "anthropic", "effect-ai"],
       ["invariants"],
       ["testing"],
       ["cli", "dsh", "examples", "scenarios"]

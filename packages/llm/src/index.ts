@@ -27,6 +27,8 @@ export * as Message from "./Message.ts"
 /** @since 0.1.0 */
 export * as Middleware from "./Middleware.ts"
 /** @since 0.1.0 */
+export * as ModelInfo from "./ModelInfo.ts"
+/** @since 0.1.0 */
 export * as ModelRequest from "./ModelRequest.ts"
 /** @since 0.1.0 */
 export * as ScopedList from "./ScopedList.ts"

@@ -1,4 +1,4 @@
-import { Content, FinishReason, HarnessError, History, Ids, Message, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
+import { Content, FinishReason, HarnessError, History, Ids, Message, ModelInfo, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Schema } from "effect"
 
@@ -491,4 +491,20 @@ describe("JSON round-trip of generated values", () => {
   it.prop("ContentBlock arrays keep their order", [Arbitrary.array(Arbitrary.schema(Content.ContentBlock), { maxLength: 6 })], ([content]) => {
     expect(viaJson(Message.Message, Message.make("assistant", content)).back.content).toStrictEqual(plain(content))
   }, { arbitrary: { runs: 100, size: 6 } })
+})
+
+describe("ModelInfo", () => {
+  it("cost prices each disjoint count at its own price; cached input at the input price when not given", () => {
+    const pricing = { inputPerMillion: 0.27, outputPerMillion: 1.1, cacheReadPerMillion: 0.07 }
+    const usage = Usage.make({ inputTokens: 2_000_000, outputTokens: 1_000_000, cacheReadTokens: 1_000_000, cacheWriteTokens: 1_000_000 })
+    expect(ModelInfo.cost(usage, pricing)).toBeCloseTo(0.54 + 1.1 + 0.07 + 0.27, 10)
+    expect(ModelInfo.cost(Usage.empty, pricing)).toBe(0)
+  })
+
+  it("decodes entries and refuses a context window that is not a positive integer", () => {
+    const decode = Schema.decodeUnknownOption(ModelInfo.ModelInfo)
+    expect(decode({ name: "m", provider: "p", contextWindow: 128000 })._tag).toBe("Some")
+    expect(decode({ name: "m", provider: "p", contextWindow: 0 })._tag).toBe("None")
+    expect(decode({ name: "m", provider: "p", contextWindow: 1.5 })._tag).toBe("None")
+  })
 })

@@ -5,8 +5,8 @@
  *
  * @since 0.1.0
  */
-import type { LlmError, ModelRequest, StreamChunk } from "@dsh/llm"
-import { Context, Effect, Layer, type Scope, type Stream } from "effect"
+import type { LlmError, ModelInfo, ModelRequest, StreamChunk } from "@dsh/llm"
+import { Context, Effect, Layer, Option, type Scope, type Stream } from "effect"
 import { ModelConflictError, NoModelError } from "./ModelError.ts"
 
 /**
@@ -21,6 +21,8 @@ export interface Adapter {
   readonly name: string
   /** The model names it serves. */
   readonly models: ReadonlyArray<string>
+  /** What is known about the models it serves (context window, prices), by name; optional. */
+  readonly info?: ReadonlyArray<ModelInfo.ModelInfo>
   readonly stream: (request: ModelRequest.ModelRequest) => Stream.Stream<StreamChunk.StreamChunk, LlmError.LlmError>
 }
 
@@ -35,6 +37,8 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
   readonly resolve: (model: string) => Effect.Effect<Adapter, NoModelError>
   /** The served model names, sorted. */
   readonly models: Effect.Effect<ReadonlyArray<string>>
+  /** What the adapter serving a model says about it (context window, prices), if anything. */
+  readonly info: (model: string) => Effect.Effect<Option.Option<ModelInfo.ModelInfo>>
 }>()("@dsh/model/ModelRegistry") {
   /**
    * An empty registry.
@@ -87,7 +91,10 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
         )
       })
 
-    return ModelRegistry.of({ register, resolve, models: Effect.sync(served) })
+    const info = (model: string) =>
+      Effect.sync(() => Option.fromUndefinedOr(byModel.get(model)?.info?.find((entry) => entry.name === model)))
+
+    return ModelRegistry.of({ register, resolve, models: Effect.sync(served), info })
   })
 }
 

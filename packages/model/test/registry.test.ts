@@ -1,7 +1,7 @@
 import { Assembler, Content, LlmError, Message } from "@dsh/llm"
 import { type Adapter, layerAdapter, Model, ModelErrors, ModelRegistry } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { request } from "./util.ts"
 
 /** An adapter answering every request with "<name> answers <model>". */
@@ -26,6 +26,23 @@ const answerOf = (model: string) =>
   })
 
 describe("ModelRegistry", () => {
+  it.effect("info gives what the serving adapter says about a model, nothing for one it does not describe", () =>
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry
+      yield* registry.register({
+        ...answering("gamma", ["g-1", "g-2"]),
+        info: [{ name: "g-1", provider: "gamma", contextWindow: 64_000, pricing: { inputPerMillion: 1, outputPerMillion: 2 } }]
+      })
+      expect(yield* registry.info("g-1")).toStrictEqual(Option.some({
+        name: "g-1",
+        provider: "gamma",
+        contextWindow: 64_000,
+        pricing: { inputPerMillion: 1, outputPerMillion: 2 }
+      }))
+      expect(yield* registry.info("g-2")).toStrictEqual(Option.none())
+      expect(yield* registry.info("unknown")).toStrictEqual(Option.none())
+    }).pipe(Effect.scoped, Effect.provide(ModelRegistry.layer)))
+
   it.effect("routes each request to the adapter serving its model", () =>
     Effect.gen(function*() {
       expect(yield* answerOf("a-small")).toBe("alpha answers a-small")
