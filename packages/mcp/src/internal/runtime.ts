@@ -1,0 +1,461 @@
+/**
+ * The connections behind the MCP tools: one per configured server, started at the Layer's
+ * construction, dropped when it fails (its process exits, a call finds it dead, it breaks the
+ * protocol) and started again by the next call that needs it. Everything here is state of one
+ * Layer (`Runtime`) and small functions over it.
+ *
+ * A connection lives in a scope of its own: closing it closes the MCP client, which ends the
+ * server's stdin and stops its process (group), or ends its HTTP session. The Layer's scope
+ * closes every connection that is still up.
+ *
+ * @internal
+ */
+import { HarnessError } from "@dsh/llm"
+import { ToolContext } from "@dsh/tools"
+import { Cause, Duration, Effect, Exit, Option, Result, Scope, Semaphore, Stream, SubscriptionRef } from "effect"
+import { McpClient, type McpClientError, McpProtocol, type McpSchema } from "effect/ai"
+import { HttpClient } from "effect/http"
+import { type ChildProcess, ChildProcessSpawner } from "effect/process"
+import { McpConnectError, McpProtocolError, McpServerError } from "../McpErrors.ts"
+import * as McpEvents from "../McpEvents.ts"
+import type { RefusedTool, ServerStatus, ToolEntry } from "../McpStatus.ts"
+
+/** @internal */
+export type Endpoint =
+  | { readonly _tag: "Stdio"; readonly command: ChildProcess.Command }
+  | { readonly _tag: "Http"; readonly url: string; readonly headers: Readonly<Record<string, string>> }
+
+/** What the client tells servers it is. @internal */
+export const clientInfo = { name: "dsh", version: "0.1.0" } as const
+
+/** The revision the current reference servers speak. @internal */
+export const protocol = McpProtocol.v2025_11_25
+
+/** How much of a server's stderr is kept, to explain its failures. @internal */
+const stderrTailLength = 4096
+
+/** What is known about a stdio server's process. @internal */
+export interface ProcessInfo {
+  pid: number | undefined
+  /** How it exited, once it has. */
+  exit: string | undefined
+  /** What runs when it exits (set once the connection is up). */
+  onExit: Effect.Effect<void>
+  stderr: string
+  readonly decoder: TextDecoder
+}
+
+/** A connection that is up. @internal */
+export interface Live {
+  readonly client: McpClient.McpClient
+  readonly scope: Scope.Closeable
+  readonly process: ProcessInfo | undefined
+}
+
+/** One configured server. @internal */
+export interface Server {
+  readonly name: string
+  readonly endpoint: Endpoint
+  readonly connectTimeout: Duration.Duration
+  readonly lock: Semaphore.Semaphore
+  live: Live | undefined
+  /** How many connections were made. */
+  connects: number
+  lastFailure: string | undefined
+  closed: boolean
+  serverInfo: { readonly name: string; readonly version: string } | undefined
+  tools: ReadonlyArray<ToolEntry>
+  refused: ReadonlyArray<RefusedTool>
+}
+
+/** The state of one Layer. @internal */
+export interface Runtime {
+  readonly servers: ReadonlyArray<Server>
+  /** The Layer's scope: closing connections in the background belongs to it. */
+  readonly scope: Scope.Scope
+  readonly spawner: ChildProcessSpawner.ChildProcessSpawner["Service"]
+  readonly httpClient: HttpClient.HttpClient
+  readonly status: SubscriptionRef.SubscriptionRef<ReadonlyArray<ServerStatus>>
+}
+
+/** A server not connected yet. @internal */
+export const makeServer = (name: string, endpoint: Endpoint, connectTimeout: Duration.Duration): Server => ({
+  name,
+  endpoint,
+  connectTimeout,
+  lock: Semaphore.makeUnsafe(1),
+  live: undefined,
+  connects: 0,
+  lastFailure: undefined,
+  closed: false,
+  serverInfo: undefined,
+  tools: [],
+  refused: []
+})
+
+const statusOf = (server: Server): ServerStatus => ({
+  name: server.name,
+  transport: server.endpoint._tag === "Stdio" ? "stdio" : "http",
+  state: server.closed ? "closed" : server.live === undefined ? "disconnected" : "connected",
+  pid: server.live?.process?.pid,
+  restarts: Math.max(0, server.connects - 1),
+  lastFailure: server.lastFailure,
+  serverInfo: server.serverInfo,
+  tools: server.tools,
+  refused: server.refused
+})
+
+/** Publishes the current statuses. @internal */
+export const publish = (runtime: Runtime): Effect.Effect<void> =>
+  Effect.suspend(() => SubscriptionRef.set(runtime.status, runtime.servers.map(statusOf)))
+
+// -----------------------------------------------------------------------------
+// Failures in words
+// -----------------------------------------------------------------------------
+
+/** The last lines a server wrote to stderr, as a sentence to append, or "". @internal */
+export const stderrNote = (process: ProcessInfo | undefined): string => {
+  const text = process?.stderr.trim() ?? ""
+  if (text === "") return ""
+  const lines = text.split("\n").slice(-8).join("\n")
+  return `\nIts last output on stderr:\n${lines.length > 1000 ? `…${lines.slice(-1000)}` : lines}`
+}
+
+// Transport errors wrap what really happened (a spawn error, a refused connection).
+const reasonText = (error: McpClientError.McpClientError): string => {
+  const reason = error.reason
+  const cause = "cause" in reason ? reason.cause : undefined
+  const detail = cause === undefined ? "" : HarnessError.describe(cause)
+  return detail === "" || reason.message.includes(detail) ? reason.message : `${reason.message}: ${detail}`
+}
+
+const where = (server: Server): string =>
+  server.endpoint._tag === "Http" ? ` at ${server.endpoint.url}` : ""
+
+/** What a failed connection attempt fails with. @internal */
+export const connectFailure = (
+  server: Server,
+  error: McpClientError.McpClientError,
+  process: ProcessInfo | undefined
+): McpConnectError | McpProtocolError => {
+  const reason = error.reason
+  const broken = (reason._tag === "ProtocolError" && reason.code === undefined) || reason._tag === "LimitError" ||
+    reason._tag === "ValidationError"
+  const text = reasonText(error)
+  if (broken) {
+    return new McpProtocolError({
+      server: server.name,
+      message: `MCP server "${server.name}"${where(server)} broke the protocol while connecting: ${text}${stderrNote(process)}`,
+      cause: error
+    })
+  }
+  const verb = server.endpoint._tag === "Http" ? "could not be reached" : "could not be started"
+  return new McpConnectError({
+    server: server.name,
+    message: `MCP server "${server.name}"${where(server)} ${verb}: ${text}${stderrNote(process)}`,
+    cause: error
+  })
+}
+
+/** How a failed call is handled, by what failed it. @internal */
+type CallFailure =
+  | {
+    readonly _tag: "ErrorResponse"
+    readonly rpcCode: number | undefined
+    readonly httpStatus: number | undefined
+    readonly text: string
+  }
+  | { readonly _tag: "SessionExpired" }
+  | { readonly _tag: "Disconnected"; readonly text: string }
+  | { readonly _tag: "Protocol"; readonly text: string; readonly drop: boolean }
+
+const classify = (error: McpClientError.McpClientError): CallFailure => {
+  const reason = error.reason
+  switch (reason._tag) {
+    case "ProtocolError":
+      // With a code it is the server's JSON-RPC error response; without, a message that is not JSON-RPC, after
+      // which a stdio transport reads nothing more.
+      return reason.code === undefined
+        ? { _tag: "Protocol", text: reasonText(error), drop: true }
+        : { _tag: "ErrorResponse", rpcCode: reason.code, httpStatus: undefined, text: reason.description ?? reason.message }
+    case "HttpError":
+      return { _tag: "ErrorResponse", rpcCode: reason.code, httpStatus: reason.status, text: reason.message }
+    case "ClosedError":
+      return reason.sessionExpired === true ? { _tag: "SessionExpired" } : { _tag: "Disconnected", text: reason.message }
+    case "TransportError":
+    case "TimeoutError":
+      return { _tag: "Disconnected", text: reasonText(error) }
+    case "LimitError":
+      // A stdio transport stops reading past an oversized message.
+      return { _tag: "Protocol", text: reasonText(error), drop: true }
+    case "ValidationError":
+    case "UnsupportedError":
+    case "ConfigurationError":
+    case "ToolError":
+      return { _tag: "Protocol", text: reasonText(error), drop: false }
+  }
+}
+
+// -----------------------------------------------------------------------------
+// Connecting
+// -----------------------------------------------------------------------------
+
+const newProcessInfo = (): ProcessInfo => ({
+  pid: undefined,
+  exit: undefined,
+  onExit: Effect.void,
+  stderr: "",
+  decoder: new TextDecoder()
+})
+
+const describeExit = (exit: Exit.Exit<ChildProcessSpawner.ExitCode, unknown>): string =>
+  Exit.isSuccess(exit)
+    ? `it exited with code ${exit.value}`
+    : `it exited: ${HarnessError.describe(Cause.squash(exit.cause))}`
+
+// The spawner the stdio transport uses, watching the process it starts: its pid, its exit (which
+// drops the connection at once, so the next call starts the server again instead of failing)
+// and the end of its stderr (which explains a server that fails to start or dies).
+const watchingSpawner = (
+  spawner: ChildProcessSpawner.ChildProcessSpawner["Service"],
+  process: ProcessInfo
+): ChildProcessSpawner.ChildProcessSpawner["Service"] =>
+  ChildProcessSpawner.make((command) =>
+    Effect.gen(function*() {
+      const handle = yield* spawner.spawn(command)
+      process.pid = handle.pid
+      yield* handle.exitCode.pipe(
+        Effect.exit,
+        Effect.flatMap((exit) =>
+          Effect.suspend(() => {
+            process.exit = describeExit(exit)
+            return process.onExit
+          })
+        ),
+        Effect.forkScoped({ startImmediately: true })
+      )
+      const stderr = handle.stderr.pipe(
+        Stream.tap((chunk) =>
+          Effect.sync(() => {
+            process.stderr = (process.stderr + process.decoder.decode(chunk, { stream: true })).slice(-stderrTailLength)
+          })
+        )
+      )
+      return ChildProcessSpawner.makeHandle({ ...handle, stderr })
+    })
+  )
+
+const open = (
+  runtime: Runtime,
+  server: Server,
+  process: ProcessInfo | undefined
+): Effect.Effect<McpClient.McpClient, McpConnectError | McpProtocolError, Scope.Scope> => {
+  const endpoint = server.endpoint
+  const transport = endpoint._tag === "Stdio"
+    ? McpClient.stdio({ command: endpoint.command, protocol }).pipe(
+      Effect.provideService(ChildProcessSpawner.ChildProcessSpawner, watchingSpawner(runtime.spawner, process!))
+    )
+    : McpClient.http({ url: endpoint.url, protocol, headers: endpoint.headers }).pipe(
+      Effect.provideService(HttpClient.HttpClient, runtime.httpClient)
+    )
+  return transport.pipe(
+    Effect.flatMap((transport) =>
+      McpClient.make({ ...clientInfo, timeout: server.connectTimeout }).pipe(
+        Effect.provideService(McpClient.Transport, transport)
+      )
+    ),
+    Effect.mapError((error) => connectFailure(server, error, process))
+  )
+}
+
+/**
+ * Drops a connection: the server is marked disconnected at once (the next call starts it
+ * again) and the connection's scope is closed in the background, in the Layer's scope, so the
+ * call that found it broken is answered without waiting for the process to stop. Whether it
+ * dropped it (not when a newer connection is up, or the Layer is closing).
+ *
+ * @internal
+ */
+export const drop = (runtime: Runtime, server: Server, live: Live, reason: string): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    if (server.live !== live) return Effect.succeed(false)
+    server.live = undefined
+    server.lastFailure = reason
+    return publish(runtime).pipe(
+      Effect.andThen(
+        Effect.forkIn(Effect.uninterruptible(Scope.close(live.scope, Exit.void)), runtime.scope, { startImmediately: true })
+      ),
+      Effect.as(true)
+    )
+  })
+
+const recordRestart = (server: Server, tool: string, reason: string) =>
+  Effect.gen(function*() {
+    const restarts = server.connects - 1
+    yield* Effect.logWarning(`dsh: MCP server "${server.name}" started again (restart ${restarts}); before: ${reason}`)
+    const call = yield* ToolContext.current
+    if (Option.isNone(call)) return
+    yield* call.value.session.append(McpEvents.Restarted, { server: server.name, tool, restarts, reason }).pipe(
+      // A session that closed meanwhile takes no more events; the log line above remains.
+      Effect.catchDefect(() => Effect.void)
+    )
+  })
+
+/**
+ * Connects a server: a fresh scope, the transport (for stdio, the process), the handshake. An
+ * attempt that fails or is interrupted closes its scope, so nothing it started outlives it.
+ *
+ * @internal
+ */
+export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, McpConnectError | McpProtocolError> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const process = server.endpoint._tag === "Stdio" ? newProcessInfo() : undefined
+      const opened = yield* Effect.exit(restore(Scope.provide(open(runtime, server, process), scope)))
+      if (Exit.isFailure(opened)) {
+        yield* Scope.close(scope, opened)
+        const failure = Cause.findErrorOption(opened.cause)
+        if (Option.isSome(failure)) {
+          server.lastFailure = failure.value.message
+          yield* publish(runtime)
+        }
+        return yield* Effect.failCause(opened.cause)
+      }
+      const live: Live = { client: opened.value, scope, process }
+      server.live = live
+      server.connects++
+      if (opened.value.serverInfo !== undefined) {
+        server.serverInfo = { name: opened.value.serverInfo.name, version: opened.value.serverInfo.version }
+      }
+      if (process !== undefined) {
+        process.onExit = Effect.suspend(() => drop(runtime, server, live, `its process ${process.exit ?? "exited"}`)).pipe(
+          Effect.flatMap((dropped) =>
+            dropped
+              ? Effect.logWarning(`dsh: MCP server "${server.name}" stopped: ${process.exit}${stderrNote(process)}`)
+              : Effect.void
+          )
+        )
+        // It may have exited between the handshake and now.
+        if (process.exit !== undefined) yield* process.onExit
+      }
+      yield* publish(runtime)
+      return live
+    })
+  )
+
+/**
+ * The server's connection, started again first if it is down (one start at a time; calls that
+ * wait for it share it).
+ *
+ * @internal
+ */
+export const ensureLive = (
+  runtime: Runtime,
+  server: Server,
+  tool: string
+): Effect.Effect<Live, McpConnectError | McpProtocolError> =>
+  Semaphore.withPermit(
+    server.lock,
+    Effect.suspend(() => {
+      if (server.live !== undefined) return Effect.succeed(server.live)
+      if (server.closed) {
+        return Effect.fail(
+          new McpConnectError({ server: server.name, message: `MCP server "${server.name}" is closed: its Layer was shut down` })
+        )
+      }
+      const reason = server.lastFailure ?? "it was not connected"
+      return connect(runtime, server).pipe(Effect.tap(() => recordRestart(server, tool, reason)))
+    })
+  )
+
+const disconnected = (server: Server, tool: string, live: Live, text: string) =>
+  new McpServerError({
+    server: server.name,
+    tool,
+    reason: "disconnected",
+    message: `MCP server "${server.name}" disconnected during the call to tool "${tool}": ${text}${
+      live.process?.exit === undefined ? "" : ` (${live.process.exit})`
+    }; it will be started again on the next call${stderrNote(live.process)}`
+  })
+
+/**
+ * Calls a tool of a server: a failure that broke the connection drops it (the next call starts
+ * the server again); an expired HTTP session, after which the server ran nothing, is
+ * reconnected and the call sent once more.
+ *
+ * @internal
+ */
+export const callTool = (
+  runtime: Runtime,
+  server: Server,
+  descriptor: McpSchema.Tool,
+  tool: string,
+  args: Readonly<Record<string, unknown>>,
+  retried = false
+): Effect.Effect<McpSchema.CallToolResult, McpConnectError | McpProtocolError | McpServerError> =>
+  Effect.gen(function*() {
+    const live = yield* ensureLive(runtime, server, tool)
+    const outcome = yield* Effect.result(live.client.callTool({ tool: descriptor, arguments: args }))
+    if (Result.isSuccess(outcome)) return outcome.success
+    const failure = classify(outcome.failure)
+    switch (failure._tag) {
+      case "ErrorResponse":
+        return yield* new McpServerError({
+          server: server.name,
+          tool,
+          reason: "error-response",
+          message: `MCP server "${server.name}" failed the call to tool "${tool}": ${failure.text}`,
+          ...(failure.rpcCode === undefined ? {} : { rpcCode: failure.rpcCode }),
+          ...(failure.httpStatus === undefined ? {} : { httpStatus: failure.httpStatus }),
+          cause: outcome.failure
+        })
+      case "SessionExpired":
+        yield* drop(runtime, server, live, "its HTTP session expired")
+        if (!retried) return yield* callTool(runtime, server, descriptor, tool, args, true)
+        return yield* disconnected(server, tool, live, "its HTTP session expired again right after it was renewed")
+      case "Protocol":
+        if (failure.drop) yield* drop(runtime, server, live, `it broke the protocol: ${failure.text}`)
+        return yield* new McpProtocolError({
+          server: server.name,
+          message: `MCP server "${server.name}" broke the protocol in the call to tool "${tool}": ${failure.text}${
+            failure.drop ? "; it will be started again on the next call" : ""
+          }`,
+          cause: outcome.failure
+        })
+      case "Disconnected":
+        yield* drop(runtime, server, live, failure.text)
+        return yield* disconnected(server, tool, live, failure.text)
+    }
+  })
+
+/**
+ * Lists a server's tools with the handshake's deadline.
+ *
+ * @internal
+ */
+export const listTools = (
+  server: Server,
+  live: Live
+): Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpConnectError | McpProtocolError> =>
+  live.client.listTools({ timeout: server.connectTimeout }).pipe(
+    Effect.mapError((error) => connectFailure(server, error, live.process))
+  )
+
+/**
+ * Closes every connection (the Layer's finalizer): no server is started again after this.
+ *
+ * @internal
+ */
+export const closeAll = (runtime: Runtime): Effect.Effect<void> =>
+  Effect.forEach(
+    runtime.servers,
+    (server) =>
+      Effect.suspend(() => {
+        server.closed = true
+        const live = server.live
+        server.live = undefined
+        return live === undefined ? Effect.void : Scope.close(live.scope, Exit.void)
+      }),
+    { concurrency: "unbounded", discard: true }
+  ).pipe(Effect.andThen(publish(runtime)))
