@@ -1,0 +1,136 @@
+/**
+ * A shell command as an `effect/process` child: the command value (a detached shell, so its
+ * own process group, killed as a group), its output as tagged text chunks, its exit status,
+ * and the words for what went wrong when it could not be started.
+ *
+ * @internal
+ */
+import { HarnessError } from "@dsh/llm"
+import { type Duration, Effect, type PlatformError, Predicate, Stream } from "effect"
+import { ChildProcess, type ChildProcessSpawner } from "effect/process"
+import type * as Bash from "../Bash.ts"
+import { CommandFailedError } from "../BashError.ts"
+
+/** The layer's settings, resolved. */
+export interface Settings {
+  readonly shell: string
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  readonly timeout: Duration.Duration
+  readonly maxTimeout: Duration.Duration
+  readonly killGrace: Duration.Duration
+  readonly drainGrace: Duration.Duration
+  readonly outputLimit: number
+  readonly spillDirectory: string
+  readonly eventInterval: Duration.Duration
+  readonly eventChars: number
+  readonly eventBudget: number
+}
+
+/** The shell running `command` in `cwd`: its own process group, no stdin, the layer's environment under the call's. */
+export const commandOf = (settings: Settings, options: Bash.CommandOptions, cwd: string): ChildProcess.Command =>
+  ChildProcess.make(settings.shell, ["-c", options.command], {
+    cwd,
+    env: { ...settings.env, ...options.env },
+    extendEnv: false,
+    // a command that reads its input gets end-of-file, not a hang
+    stdin: "ignore",
+    // a group of its own: what the shell starts is killed with it
+    detached: true,
+    killSignal: "SIGTERM",
+    forceKillAfter: settings.killGrace
+  })
+
+/** A piece of output, with the stream it came from. */
+export interface Chunk {
+  readonly stream: "stdout" | "stderr"
+  readonly text: string
+}
+
+/** Both output streams decoded as UTF-8 (each on its own, so no character is split) and merged as they arrive. */
+export const chunksOf = (handle: ChildProcessSpawner.ChildProcessHandle): Stream.Stream<Chunk, PlatformError.PlatformError> =>
+  Stream.merge(
+    handle.stdout.pipe(Stream.decodeText(), Stream.map((text): Chunk => ({ stream: "stdout", text }))),
+    handle.stderr.pipe(Stream.decodeText(), Stream.map((text): Chunk => ({ stream: "stderr", text })))
+  )
+
+// The handle reports a shell killed by a signal only as a failure of `exitCode`, whose cause
+// is Node's "Process interrupted due to receipt of signal: 'SIGTERM'"; no field carries it.
+const signalOf = (error: PlatformError.PlatformError): string | undefined => {
+  const reason = error.reason
+  if (reason._tag === "BadArgument" || reason.method !== "exitCode") return undefined
+  const cause = reason.cause
+  const match = cause instanceof Error ? /signal: '(SIG[A-Z0-9]+)'/.exec(cause.message) : null
+  return match?.[1]
+}
+
+/** How the shell ended; a failure other than a signal means it could not be watched. */
+export const exitStatusOf = (
+  handle: ChildProcessSpawner.ChildProcessHandle
+): Effect.Effect<Bash.ExitStatus, PlatformError.PlatformError> =>
+  handle.exitCode.pipe(
+    Effect.map((code): Bash.ExitStatus => ({ exitCode: code, signal: null })),
+    Effect.catch((error) => {
+      const signal = signalOf(error)
+      return signal === undefined ? Effect.fail(error) : Effect.succeed<Bash.ExitStatus>({ exitCode: null, signal })
+    })
+  )
+
+const errnoCode = (u: unknown): unknown => (u as { readonly code?: unknown } | undefined)?.code
+
+// Node reports a few spawn errors (ENOTDIR, EACCES on the working directory) by throwing
+// rather than by an error event, and the spawner lets the throw through as a defect.
+const spawnProblem = (code: unknown, shell: string, cwd: string): string | undefined => {
+  switch (code) {
+    case "ENOENT":
+      return `the shell "${shell}" was not found, or the working directory ${cwd} does not exist`
+    case "ENOTDIR":
+      return `the working directory ${cwd} is not a directory`
+    case "EACCES":
+      return `the shell "${shell}" or the working directory ${cwd} is not accessible`
+    default:
+      return undefined
+  }
+}
+
+const why = (error: unknown, shell: string, cwd: string): string => {
+  if (!Predicate.isTagged(error, "PlatformError")) {
+    return spawnProblem(errnoCode(error), shell, cwd) ?? HarnessError.describe(error)
+  }
+  const reason = (error as PlatformError.PlatformError).reason
+  if (reason._tag === "BadArgument") return reason.description ?? reason.message
+  // the spawner checks the working directory with the file system before it spawns
+  if (reason.module === "FileSystem") {
+    return reason._tag === "NotFound"
+      ? `the working directory ${cwd} does not exist`
+      : reason._tag === "PermissionDenied"
+      ? `the working directory ${cwd} is not accessible`
+      : `the working directory ${cwd} cannot be used (${reason._tag})`
+  }
+  return (reason.method === "spawn" ? spawnProblem(errnoCode(reason.cause), shell, cwd) : undefined) ??
+    HarnessError.describe(reason.cause ?? error)
+}
+
+/** A command that could not be started or watched, in words for the model. */
+export const commandFailed = (
+  error: unknown,
+  options: { readonly command: string; readonly shell: string; readonly cwd: string; readonly doing: string }
+): CommandFailedError =>
+  new CommandFailedError({
+    command: options.command,
+    cwd: options.cwd,
+    message: `The command could not be ${options.doing}: ${why(error, options.shell, options.cwd)}`,
+    cause: error
+  })
+
+/** Spawns the command in the current scope; any failure to start, thrown or not, is `COMMAND_FAILED`. */
+export const spawn = (
+  spawner: ChildProcessSpawner.ChildProcessSpawner["Service"],
+  settings: Settings,
+  options: Bash.CommandOptions,
+  cwd: string
+) =>
+  spawner.spawn(commandOf(settings, options, cwd)).pipe(
+    Effect.catchDefect((defect) => Effect.fail(defect)),
+    Effect.mapError((error) => commandFailed(error, { command: options.command, cwd, shell: settings.shell, doing: "started" }))
+  )

@@ -1,0 +1,177 @@
+/**
+ * `Bash.run` on the local backend, with real processes: exit status as a result, failures to
+ * start as COMMAND_FAILED, the process group killed on exit, timeout and interruption, and
+ * bounded output with the rest spilled to a file.
+ */
+import { Bash, BashLocal } from "@dsh/bash"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { grandchild, isGone, reporter, reportTo, tempDir } from "./helpers.ts"
+
+const run = (options: Bash.RunOptions) => Bash.Bash.use((bash) => bash.run(options))
+
+const lines = (text: string) => text.split("\n").filter((line) => line.length > 0)
+
+describe("Bash.run", () => {
+  it.live("a non-zero exit is a result: its code, and stdout and stderr both in the output", () =>
+    Effect.gen(function*() {
+      const result = yield* run({ command: "echo out; echo err >&2; exit 3" })
+      expect(result.exitCode).toBe(3)
+      expect(result.signal).toBeNull()
+      // two pipes: the order between them is the order they were read in
+      expect(lines(result.output.text).sort()).toStrictEqual(["err", "out"])
+      expect(result.output).toMatchObject({ chars: 8, cutChars: 0, file: undefined })
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("a shell killed by a signal reports the signal and no exit code", () =>
+    Effect.gen(function*() {
+      const result = yield* run({ command: "echo before; kill -TERM $$; echo after" })
+      expect(result).toMatchObject({ exitCode: null, signal: "SIGTERM" })
+      expect(result.output.text).toBe("before\n")
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("a working directory relative to the layer's, and the call's variables over the layer's environment", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-cwd-")
+      mkdirSync(join(dir, "sub"))
+      const result = yield* run({
+        command: `pwd; echo "$BASE $OVER \${VITEST-not inherited}"`,
+        cwd: "sub",
+        env: { OVER: "call" }
+      }).pipe(
+        Effect.provide(BashLocal.layerWith({ cwd: dir, env: { PATH: process.env["PATH"], BASE: "base", OVER: "layer" } }))
+      )
+      expect(lines(result.output.text)).toStrictEqual([join(dir, "sub"), "base call not inherited"])
+      expect(result.cwd).toBe(join(dir, "sub"))
+      // by default the layer's environment is the process's
+      const inherited = yield* run({ command: "echo $VITEST", cwd: dir }).pipe(Effect.provide(BashLocal.layer))
+      expect(inherited.output.text).toBe(`${process.env["VITEST"]}\n`)
+    }))
+
+  it.live("a working directory that does not exist is COMMAND_FAILED, naming it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-nocwd-")
+      const error = yield* run({ command: "true", cwd: "missing" }).pipe(
+        Effect.flip,
+        Effect.provide(BashLocal.layerWith({ cwd: dir }))
+      )
+      expect(error._tag).toBe("CommandFailedError")
+      expect(error.code).toBe("COMMAND_FAILED")
+      expect(error.message).toBe(`The command could not be started: the working directory ${join(dir, "missing")} does not exist`)
+    }))
+
+  it.live("a working directory that is a file, and a shell that does not exist, are COMMAND_FAILED", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-nofile-")
+      writeFileSync(join(dir, "file"), "")
+      const notDir = yield* run({ command: "true", cwd: join(dir, "file") }).pipe(Effect.flip, Effect.provide(BashLocal.layer))
+      expect(notDir.code).toBe("COMMAND_FAILED")
+      expect(notDir.message).toContain(join(dir, "file"))
+      const noShell = yield* run({ command: "true" }).pipe(
+        Effect.flip,
+        Effect.provide(BashLocal.layerWith({ shell: join(dir, "no-such-shell") }))
+      )
+      expect(noShell.code).toBe("COMMAND_FAILED")
+      expect(noShell.message).toContain(`the shell "${join(dir, "no-such-shell")}" was not found`)
+    }))
+
+  it.live("stdin is closed: a command reading it gets end-of-file instead of hanging", () =>
+    Effect.gen(function*() {
+      const result = yield* run({ command: "cat; read line || echo eof" })
+      expect(result).toMatchObject({ exitCode: 0, output: { text: "eof\n" } })
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("what a command leaves running in the background is killed when the shell exits", () =>
+    Effect.gen(function*() {
+      const result = yield* run({ command: "sleep 1000 & echo $!" })
+      expect(result.exitCode).toBe(0)
+      expect(isGone(Number(result.output.text.trim()))).toBe(true)
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("a timeout kills the whole group, then fails with TOOL_TIMEOUT holding the output so far", () =>
+    Effect.gen(function*() {
+      const error = yield* run({ command: grandchild, timeout: "1 second" }).pipe(Effect.flip)
+      expect(error._tag).toBe("ToolTimeoutError")
+      expect(error.code).toBe("TOOL_TIMEOUT")
+      expect(error).toMatchObject({ tool: "bash", timeoutMillis: 1000 })
+      const pid = Number(/output until then:\n(\d+)/.exec(error.message)?.[1])
+      expect(pid).toBeGreaterThan(0)
+      expect(isGone(pid)).toBe(true)
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("a timeout longer than the layer's maximum is cut to it", () =>
+    Effect.gen(function*() {
+      const error = yield* run({ command: grandchild, timeout: "1 hour" }).pipe(Effect.flip)
+      expect(error).toMatchObject({ code: "TOOL_TIMEOUT", timeoutMillis: 500 })
+    }).pipe(Effect.provide(BashLocal.layerWith({ maxTimeout: "500 millis" }))))
+
+  it.live("an interruption kills the whole group before it returns", () =>
+    Effect.gen(function*() {
+      const report = yield* reporter
+      const running = yield* Effect.forkChild(run({ command: reportTo(report, grandchild) }), { startImmediately: true })
+      const pid = Number(yield* report.line)
+      expect(isGone(pid)).toBe(false)
+      yield* Fiber.interrupt(running)
+      expect(isGone(pid)).toBe(true)
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("a group that ignores SIGTERM is killed with SIGKILL after the grace", () =>
+    Effect.gen(function*() {
+      const report = yield* reporter
+      // an ignored signal stays ignored in the children: the sleep ignores SIGTERM too
+      const command = reportTo(report, "trap '' TERM; sleep 1000 & echo $!; wait")
+      const running = yield* Effect.forkChild(run({ command }), { startImmediately: true })
+      const pid = Number(yield* report.line)
+      yield* Fiber.interrupt(running)
+      expect(isGone(pid)).toBe(true)
+    }).pipe(Effect.provide(BashLocal.layerWith({ killGrace: "200 millis" }))))
+
+  it.live("output past the limit keeps its head and tail, says how much was cut, and is spilled whole to a file", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-spill-")
+      const result = yield* run({ command: "seq 1 20000" }).pipe(
+        Effect.provide(BashLocal.layerWith({ outputLimit: 1000, spillDirectory: dir }))
+      )
+      const full = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join("")
+      const { chars, cutChars, file, text } = result.output
+      expect(chars).toBe(full.length)
+      expect(file).toBeDefined()
+      expect(readdirSync(dir)).toStrictEqual([file!.slice(dir.length + 1)])
+      expect(readFileSync(file!, "utf8")).toBe(full)
+      expect(text.startsWith("1\n2\n3\n")).toBe(true)
+      expect(text.endsWith("19999\n20000\n")).toBe(true)
+      const marker = `[… ${cutChars.toLocaleString("en-US")} of ${chars.toLocaleString("en-US")} characters cut here; ` +
+        `the full output is in ${file} …]`
+      expect(text).toContain(marker)
+      // what is kept is within the limit, cut at line ends
+      const kept = text.replace(`${marker}\n`, "")
+      expect(kept.length).toBe(chars - cutChars)
+      expect(kept.length).toBeLessThanOrEqual(1000)
+      expect(text.split("\n").filter((l) => l !== marker && l !== "").every((l) => /^\d+$/.test(l))).toBe(true)
+    }))
+
+  it.live("output within the limit is kept whole, and no file is written", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-nospill-")
+      const result = yield* run({ command: "seq 1 100" }).pipe(
+        Effect.provide(BashLocal.layerWith({ outputLimit: 1000, spillDirectory: dir }))
+      )
+      expect(result.output).toMatchObject({ cutChars: 0, file: undefined })
+      expect(result.output.text).toBe(Array.from({ length: 100 }, (_, i) => `${i + 1}\n`).join(""))
+      expect(readdirSync(dir)).toStrictEqual([])
+    }))
+
+  it.live("a spill file that cannot be written is reported in the text; the command's result stands", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-badspill-")
+      writeFileSync(join(dir, "file"), "")
+      const result = yield* run({ command: "seq 1 20000; exit 1" }).pipe(
+        Effect.provide(BashLocal.layerWith({ outputLimit: 1000, spillDirectory: join(dir, "file", "spill") }))
+      )
+      expect(result.exitCode).toBe(1)
+      expect(result.output.file).toBeUndefined()
+      expect(result.output.text).toMatch(/characters cut here; the full output could not be saved: .+ …\]/)
+    }))
+})
