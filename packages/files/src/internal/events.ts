@@ -1,0 +1,33 @@
+/**
+ * What the file tools record in the agent's session: each file they change, as a
+ * `files:changed` event, so a UI can show what changed and where without parsing tool results.
+ */
+import { SessionEvent } from "@dsh/session"
+import { ToolContext } from "@dsh/tools"
+import { Effect, Option, Schema } from "effect"
+
+/** The `files:changed` extension event. */
+export const Changed = SessionEvent.define(
+  "files:changed",
+  Schema.Struct({
+    /** The call that changed the file. */
+    callId: Schema.String,
+    tool: Schema.Literals(["write", "edit"]),
+    /** Root-relative, symbolic links resolved. */
+    path: Schema.String,
+    change: Schema.Literals(["created", "replaced", "edited"]),
+    /** The file's size afterwards. */
+    bytes: Schema.Int
+  })
+)
+
+/** The data of a `files:changed` event. */
+export type ChangedData = typeof Changed.data.Type
+
+/** Records a change in the session of the agent whose call made it (nothing outside an agent). */
+export const recordChange = (change: Omit<ChangedData, "callId">): Effect.Effect<void> =>
+  Effect.flatMap(ToolContext.current, (call) =>
+    Option.match(call, {
+      onNone: () => Effect.void,
+      onSome: (call) => Effect.asVoid(call.session.append(Changed, { ...change, callId: call.callId }))
+    }))

@@ -1,0 +1,94 @@
+/**
+ * System failures as data: the system's code (`ENOENT`, `EACCES`, …) of a failed call, whether
+ * it came from `node:fs` or from effect's FileSystem, and how it reaches the model — a
+ * `FileNotFoundError` or a `FileIoError` naming the path the model gave.
+ */
+import { Data, PlatformError, Predicate } from "effect"
+import { FileIoError, FileNotFoundError } from "../FileError.ts"
+
+/** A failed system call: its code (`EACCES`) and the original failure. */
+export class SystemFailure extends Data.TaggedError("SystemFailure")<{
+  readonly systemCode: string
+  readonly cause?: unknown
+}> {}
+
+// effect's normalized tags, for a PlatformError whose cause carries no code
+const codeOfTag: Record<string, string> = {
+  AlreadyExists: "EEXIST",
+  BadResource: "EBADF",
+  Busy: "EBUSY",
+  NotFound: "ENOENT",
+  PermissionDenied: "EACCES",
+  TimedOut: "ETIMEDOUT",
+  WouldBlock: "EAGAIN"
+}
+
+/** The system code of a failure: a Node error's `code`, or the one behind a PlatformError. */
+export const codeOf = (cause: unknown): string => {
+  if (PlatformError.isPlatformError(cause)) {
+    const reason = cause.reason
+    if (reason._tag === "BadArgument") return "EINVAL"
+    const inner = codeOf(reason.cause)
+    return inner !== "EUNKNOWN" ? inner : codeOfTag[reason._tag] ?? "EUNKNOWN"
+  }
+  if (Predicate.hasProperty(cause, "code") && typeof cause.code === "string" && /^E[A-Z0-9]+$/.test(cause.code)) {
+    return cause.code
+  }
+  return "EUNKNOWN"
+}
+
+/** Any failure of a system call as a {@link SystemFailure}. */
+export const failure = (cause: unknown): SystemFailure =>
+  cause instanceof SystemFailure ? cause : new SystemFailure({ systemCode: codeOf(cause), cause })
+
+/** A failure made here, with a code of the system's vocabulary. */
+export const make = (systemCode: string): SystemFailure => new SystemFailure({ systemCode })
+
+const words: Record<string, string> = {
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EISDIR: "it is a directory",
+  ENOTDIR: "a part of the path is not a directory",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "disk quota exceeded",
+  EROFS: "the file system is read-only",
+  ELOOP: "too many symbolic links",
+  ENAMETOOLONG: "a name is too long",
+  EMFILE: "too many open files",
+  ENFILE: "too many open files in the system",
+  EEXIST: "it already exists",
+  EBUSY: "it is busy",
+  ENOTEMPTY: "the directory is not empty",
+  EXDEV: "it is on another device",
+  EIO: "an input/output error",
+  EINVAL: "an invalid argument",
+  ENXIO: "no such device (a socket or a device file)",
+  EAGAIN: "it kept changing while it was being used; try again"
+}
+
+/** The code in words, for the model: `EACCES (permission denied)`. */
+export const explain = (systemCode: string): string => {
+  const said = words[systemCode]
+  return said === undefined ? systemCode : `${systemCode} (${said})`
+}
+
+/**
+ * A system failure of an operation on the path the model gave: `ENOENT` is a missing path,
+ * anything else a `FileIoError` carrying the code.
+ */
+export const toFileError = (
+  verb: string,
+  path: string,
+  cause: SystemFailure
+): FileNotFoundError | FileIoError =>
+  cause.systemCode === "ENOENT"
+    ? new FileNotFoundError({ path, message: `${show(path)} does not exist`, cause })
+    : new FileIoError({
+      path,
+      systemCode: cause.systemCode,
+      message: `Cannot ${verb} ${show(path)}: ${explain(cause.systemCode)}`,
+      cause
+    })
+
+/** A path as messages show it: quoted, `.` for the root. */
+export const show = (path: string): string => JSON.stringify(path === "" ? "." : path)
