@@ -3,6 +3,7 @@ import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
 import { InvariantErrors } from "@dsh/invariants"
+import { PermissionErrors } from "@dsh/permissions"
 import { Prompt } from "@dsh/prompt"
 import { SessionErrors } from "@dsh/session"
 import { Replay } from "@dsh/testing"
@@ -21,6 +22,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...ToolErrors.classes,
   ...Agent.classes,
   ...TurnResult.classes,
+  ...PermissionErrors.classes,
   
   ...DeepSeekError.classes,
   ...InvariantErrors.classes,

@@ -134,6 +134,10 @@ export const catalog = {
     meaning: "The dsh command's configuration (its config file, a flag or an environment variable) is invalid; the message names the field and what was expected.",
     raisedBy: "dsh (ConfigInvalidError), raised by the dsh command"
   },
+  POLICY_INVALID: {
+    meaning: "A permission policy was built from bad rules (an unknown key or decision, a rule naming no tool, a pattern that can never match); the message gives each rule's index, the field and what is wrong.",
+    raisedBy: "@dsh/permissions (PolicyInvalidError), raised when a permission policy is built"
+  },
   SESSION_EXISTS: {
     meaning: "A session was created with an id that the store already holds.",
     raisedBy: "@dsh/session (SessionExistsError), raised by the session store"

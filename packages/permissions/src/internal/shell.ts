@@ -1,0 +1,333 @@
+/**
+ * Reading a shell command line the way the shell splits it, for command rules: the simple
+ * commands it runs (split at `;`, `&`, `&&`, `|`, `||`, newlines and parentheses, and those
+ * inside `$(…)`, backticks and process substitutions), each as its words with the quotes
+ * removed, and whether it writes files through a redirection.
+ *
+ * This is not a shell: it does not expand anything. It records what it cannot see through
+ * (expansions, globs, substitutions), so that an allow rule refuses to vouch for it and a deny
+ * rule still finds the commands that are spelt out. It never throws and is linear in the
+ * line's length; nesting beyond {@link maxNesting} levels marks the line unreadable.
+ */
+
+/** A word of a simple command. */
+export interface Word {
+  /** The word with its quotes and escapes removed. */
+  readonly text: string
+  /**
+   * A regular-expression source matching the word as a pattern: an unquoted `*` is any run
+   * of characters, an unquoted `?` one character, everything else itself.
+   */
+  readonly source: string
+  /** Whether the word holds an unquoted `*` or `?` (a glob to the shell, a wildcard in a pattern). */
+  readonly glob: boolean
+  /** Whether the word holds an expansion, a substitution, a `[`, `{`, `}` or a leading `~`. */
+  readonly expands: boolean
+}
+
+/** Whether a word means exactly its text to the shell. */
+export const isLiteral = (word: Word): boolean => !word.glob && !word.expands
+
+/** A simple command: its words (redirection targets excluded) and whether it writes a file. */
+export interface Command {
+  readonly words: ReadonlyArray<Word>
+  /** An output redirection to a file (`>`, `>>`, `&>`, `<>`; not `>/dev/null` or `2>&1`). */
+  readonly writes: boolean
+}
+
+/** A command line as the shell splits it. */
+export interface Line {
+  /** Every simple command, those inside substitutions included. */
+  readonly commands: ReadonlyArray<Command>
+  /** The line runs commands whose output becomes part of another command. */
+  readonly substitutions: boolean
+  /** Nesting deeper than {@link maxNesting}: the rest of the line was not read. */
+  readonly unreadable: boolean
+}
+
+/** How deeply substitutions may nest before a line is unreadable. */
+export const maxNesting = 32
+
+const escapeRegExp = (c: string): string => c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")
+
+const parameterChar = /[A-Za-z0-9_]/
+const parameterStart = /[A-Za-z_]/
+const specialParameters = "@*#?$!-0123456789"
+
+/** The index of the `}` closing a `${` that starts at `open`, or the end of the text. */
+const closingBrace = (text: string, open: number): number => {
+  let depth = 0
+  for (let j = open; j < text.length; j++) {
+    const c = text[j]
+    if (c === "\\") j++
+    else if (c === "{") depth++
+    else if (c === "}" && --depth === 0) return j
+  }
+  return text.length
+}
+
+interface Result {
+  commands: Array<Command>
+  substitutions: boolean
+  unreadable: boolean
+}
+
+const scanLine = (text: string, depth: number, into: Result): void => {
+  let i = 0
+
+  // Scans simple commands until `stop` (consumed) or the end of the text.
+  const scanCommands = (stop: string | undefined, level: number): void => {
+    let words: Array<Word> = []
+    let writes = false
+    let word = ""
+    let source = ""
+    let glob = false
+    let expands = false
+    let started = false
+    let inDouble = false
+    // the kind of redirection whose target the next word is
+    let redirect: "out" | "dup-out" | "in" | undefined
+
+    const endWord = () => {
+      if (!started) return
+      if (redirect === "out") {
+        if (word !== "/dev/null") writes = true
+      } else if (redirect === "dup-out") {
+        // `>&2`, `>&-` duplicate a descriptor; `>&file` writes the file
+        if (!/^(\d+|-)$/.test(word)) writes = true
+      } else if (redirect === undefined) {
+        words.push({ text: word, source, glob, expands })
+      }
+      redirect = undefined
+      word = ""
+      source = ""
+      glob = false
+      expands = false
+      started = false
+    }
+    const endCommand = () => {
+      endWord()
+      redirect = undefined
+      if (words.length > 0 || writes) into.commands.push({ words, writes })
+      words = []
+      writes = false
+    }
+    // `;`, `&`, `|`, `(`, `)` and their doubled forms end a simple command
+    const separator = () => {
+      endCommand()
+      i++
+      while (i < text.length && ";&|".includes(text[i]!) && text[i + 1] !== ">") i++
+    }
+    const add = (c: string, pattern: string = escapeRegExp(c)) => {
+      word += c
+      source += pattern
+      started = true
+    }
+    const substitution = (close: string) => {
+      into.substitutions = true
+      expands = true
+      started = true
+      if (level >= maxNesting) {
+        into.unreadable = true
+        i = text.length
+        return
+      }
+      scanCommands(close, level + 1)
+    }
+    const dollar = () => {
+      const next = text[i + 1]
+      if (next === "(") {
+        i += 2
+        substitution(")")
+      } else if (next === "{") {
+        const end = closingBrace(text, i + 1)
+        const inner = text.slice(i + 2, end)
+        // `${x:-$(cmd)}` runs cmd: read what the expansion holds as a line of its own
+        if (inner.includes("$(") || inner.includes("`")) {
+          into.substitutions = true
+          if (level >= maxNesting) into.unreadable = true
+          else scanLine(inner, level + 1, into)
+        }
+        add(text.slice(i, end + 1))
+        expands = true
+        i = end + 1
+      } else if (next !== undefined && parameterStart.test(next)) {
+        let j = i + 1
+        while (j < text.length && parameterChar.test(text[j]!)) j++
+        add(text.slice(i, j))
+        expands = true
+        i = j
+      } else if (next !== undefined && specialParameters.includes(next)) {
+        add(text.slice(i, i + 2))
+        expands = true
+        i += 2
+      } else if (next === "'" && !inDouble) {
+        // $'…' (escapes we do not decode): its text is not what the shell sees
+        let j = i + 2
+        while (j < text.length && text[j] !== "'") j += text[j] === "\\" ? 2 : 1
+        add(text.slice(i + 2, Math.min(j, text.length)))
+        expands = true
+        i = j + 1
+      } else if (next === "\"" && !inDouble) {
+        i += 1 // $"…" is a double-quoted string
+      } else {
+        add("$")
+        i += 1
+      }
+    }
+
+    while (i < text.length) {
+      const c = text[i]!
+      if (inDouble) {
+        if (c === "\"") {
+          inDouble = false
+          i++
+        } else if (c === "\\" && i + 1 < text.length && "$`\"\\\n".includes(text[i + 1]!)) {
+          if (text[i + 1] !== "\n") add(text[i + 1]!)
+          i += 2
+        } else if (c === "$") {
+          dollar()
+        } else if (c === "`") {
+          i++
+          substitution("`")
+        } else {
+          add(c)
+          i++
+        }
+        continue
+      }
+      if (stop !== undefined && c === stop) {
+        i++
+        endCommand()
+        return
+      }
+      switch (c) {
+        case " ":
+        case "\t":
+          endWord()
+          i++
+          break
+        case "\n":
+          endCommand()
+          i++
+          break
+        case "#":
+          if (started) {
+            add(c)
+            i++
+          } else {
+            while (i < text.length && text[i] !== "\n") i++
+          }
+          break
+        case "\\":
+          if (text[i + 1] === "\n") i += 2
+          else if (i + 1 < text.length) {
+            add(text[i + 1]!)
+            i += 2
+          } else {
+            add("\\")
+            i++
+          }
+          break
+        case "'": {
+          const end = text.indexOf("'", i + 1)
+          const close = end < 0 ? text.length : end
+          for (const q of text.slice(i + 1, close)) add(q)
+          started = true
+          i = close + 1
+          break
+        }
+        case "\"":
+          inDouble = true
+          started = true
+          i++
+          break
+        case "`":
+          i++
+          substitution("`")
+          break
+        case "$":
+          dollar()
+          break
+        case "&":
+          if (text[i + 1] === ">") {
+            endWord()
+            i += text[i + 2] === ">" ? 3 : 2
+            redirect = "out"
+          } else separator()
+          break
+        case ";":
+        case "|":
+        case "(":
+        case ")":
+          separator()
+          break
+        case ">":
+        case "<": {
+          // `2>file`: the digits right before the operator name a descriptor, not a word
+          if (started && !glob && !expands && /^\d+$/.test(word)) {
+            word = ""
+            source = ""
+            started = false
+          } else endWord()
+          const next = text[i + 1]
+          if (next === "(") {
+            i += 2
+            substitution(")")
+          } else if (c === ">") {
+            redirect = next === "&" ? "dup-out" : "out"
+            i += next === "&" || next === ">" || next === "|" ? 2 : 1
+          } else if (next === ">") {
+            redirect = "out"
+            i += 2
+          } else {
+            redirect = "in"
+            i += next === "<" ? (text[i + 2] === "<" ? 3 : text[i + 2] === "-" ? 3 : 2) : next === "&" ? 2 : 1
+          }
+          break
+        }
+        case "*":
+          add(c, ".*")
+          glob = true
+          i++
+          break
+        case "?":
+          add(c, ".")
+          glob = true
+          i++
+          break
+        case "[":
+        case "{":
+        case "}":
+          add(c)
+          expands = true
+          i++
+          break
+        case "~":
+          add(c)
+          if (word.length === 1) expands = true
+          i++
+          break
+        default:
+          add(c)
+          i++
+      }
+    }
+    endCommand()
+  }
+
+  scanCommands(undefined, depth)
+}
+
+/** Splits a command line into its simple commands. */
+export const parse = (text: string): Line => {
+  const result: Result = { commands: [], substitutions: false, unreadable: false }
+  scanLine(text, 0, result)
+  return result
+}
+
+const plain = /^[A-Za-z0-9_./:=@%+,-]+$/
+
+/** A word quoted so that {@link parse} reads it back as this exact, literal text. */
+export const quote = (text: string): string =>
+  text.length > 0 && plain.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
