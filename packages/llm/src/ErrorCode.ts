@@ -26,6 +26,10 @@ export const catalog = {
     meaning: "The provider refused the request as malformed (HTTP 400); the message carries the provider's reason.",
     raisedBy: "@dsh/llm (LlmInvalidRequestError), raised by model adapters"
   },
+  LLM_CONTEXT_OVERFLOW: {
+    meaning: "The request did not fit the model's context window (the provider said the context length was exceeded); the loop compacts the history and retries the step once, then ends the turn with this code.",
+    raisedBy: "@dsh/llm (LlmContextOverflowError), raised by model adapters"
+  },
   LLM_SERVER: {
     meaning: "The provider failed on its side (HTTP 5xx or an error event in the stream).",
     raisedBy: "@dsh/llm (LlmServerError), raised by model adapters"

@@ -72,6 +72,20 @@ export class LlmTransportError extends Schema.TaggedError<LlmTransportError>()("
 }) {}
 
 /**
+ * The request did not fit the model's context window (a provider's "context length
+ * exceeded"). The loop compacts the history and retries the step once before it ends the turn
+ * with this code. `limit` and `requested` are the token counts the provider named, when it did.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class LlmContextOverflowError extends Schema.TaggedError<LlmContextOverflowError>()("LlmContextOverflowError", {
+  ...HarnessError.fields("LLM_CONTEXT_OVERFLOW"),
+  limit: Schema.optionalKey(Schema.Int),
+  requested: Schema.optionalKey(Schema.Int)
+}) {}
+
+/**
  * Any failure of a model call.
  *
  * @since 0.1.0
@@ -81,6 +95,7 @@ export const LlmError = Schema.Union([
   LlmAuthError,
   LlmRateLimitError,
   LlmInvalidRequestError,
+  LlmContextOverflowError,
   LlmServerError,
   LlmProtocolError,
   LlmTransportError
@@ -102,6 +117,7 @@ export const classes = [
   LlmAuthError,
   LlmRateLimitError,
   LlmInvalidRequestError,
+  LlmContextOverflowError,
   LlmServerError,
   LlmProtocolError,
   LlmTransportError
