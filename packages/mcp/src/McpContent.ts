@@ -123,8 +123,9 @@ const bounded = (blocks: ReadonlyArray<Content.ToolResultContent>, limits: Limit
       kept.push(b)
       continue
     }
-    cut += b.text.length - room
-    if (room > 0) kept.push(Content.text(cutAt(b.text, room)))
+    const head = cutAt(b.text, room)
+    cut += b.text.length - head.length
+    if (head.length > 0) kept.push(Content.text(head))
     room = 0
   }
   if (cut > 0) {

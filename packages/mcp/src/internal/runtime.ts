@@ -208,10 +208,24 @@ const newProcessInfo = (): ProcessInfo => ({
   decoder: new TextDecoder()
 })
 
-const describeExit = (exit: Exit.Exit<ChildProcessSpawner.ExitCode, unknown>): string =>
-  Exit.isSuccess(exit)
-    ? `it exited with code ${exit.value}`
-    : `it exited: ${HarnessError.describe(Cause.squash(exit.cause))}`
+// The spawner reports a death by signal as a failure whose cause chain names the signal.
+const signalOf = (failure: unknown): string | undefined => {
+  let current = failure
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    const message = "message" in current ? String(current.message) : ""
+    const signal = /signal: '([A-Z0-9]+)'/.exec(message)?.[1]
+    if (signal !== undefined) return signal
+    current = "cause" in current ? current.cause : undefined
+  }
+  return undefined
+}
+
+const describeExit = (exit: Exit.Exit<ChildProcessSpawner.ExitCode, unknown>): string => {
+  if (Exit.isSuccess(exit)) return `exited with code ${exit.value}`
+  const failure = Cause.squash(exit.cause)
+  const signal = signalOf(failure)
+  return signal === undefined ? `exited: ${HarnessError.describe(failure)}` : `was killed by ${signal}`
+}
 
 // The spawner the stdio transport uses, watching the process it starts: its pid, its exit (which
 // drops the connection at once, so the next call starts the server again instead of failing)
@@ -332,7 +346,7 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
         process.onExit = Effect.suspend(() => drop(runtime, server, live, `its process ${process.exit ?? "exited"}`)).pipe(
           Effect.flatMap((dropped) =>
             dropped
-              ? Effect.logWarning(`dsh: MCP server "${server.name}" stopped: ${process.exit}${stderrNote(process)}`)
+              ? Effect.logWarning(`dsh: MCP server "${server.name}" stopped: its process ${process.exit}${stderrNote(process)}`)
               : Effect.void
           )
         )
@@ -375,7 +389,7 @@ const disconnected = (server: Server, tool: string, live: Live, text: string) =>
     tool,
     reason: "disconnected",
     message: `MCP server "${server.name}" disconnected during the call to tool "${tool}": ${text}${
-      live.process?.exit === undefined ? "" : ` (${live.process.exit})`
+      live.process?.exit === undefined ? "" : ` (its process ${live.process.exit})`
     }; it will be started again on the next call${stderrNote(live.process)}`
   })
 
