@@ -72,6 +72,7 @@ const codeOf: Record<LlmError.LlmError["_tag"], string> = {
   LlmAuthError: "LLM_AUTH",
   LlmRateLimitError: "LLM_RATE_LIMIT",
   LlmInvalidRequestError: "LLM_INVALID_REQUEST",
+  LlmContextOverflowError: "LLM_CONTEXT_OVERFLOW",
   LlmServerError: "LLM_SERVER",
   LlmProtocolError: "LLM_PROTOCOL",
   LlmTransportError: "LLM_TRANSPORT"
