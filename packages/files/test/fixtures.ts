@@ -91,25 +91,24 @@ export const systemMode = (root: string) =>
   ).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)), Effect.orDie)
 
 /**
- * The real file system, with `act` run once, right after the first call of `method` whose
- * path ends with `suffix` succeeded: an adversary changing the tree at that exact moment.
+ * The real file system, with `act` run once, right after the `nth` call of `method` whose path
+ * ends with `suffix` succeeded (`rename`: right before it): an adversary changing the tree at
+ * that exact moment.
  */
 export const adversary = (
   method: "lstat" | "readLink" | "readDirectoryEntries" | "rename" | "makeDirectory",
   suffix: string,
-  act: () => void
+  act: () => void,
+  nth = 1
 ): Layer.Layer<FileSystem.FileSystem> =>
   Layer.effect(
     FileSystem.FileSystem,
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      let done = false
+      let seen = 0
       const after = (path: string) =>
         Effect.sync(() => {
-          if (!done && path.endsWith(suffix)) {
-            done = true
-            act()
-          }
+          if (path.endsWith(suffix) && ++seen === nth) act()
         })
       const wrapped: FileSystem.FileSystem = {
         ...fs,

@@ -15,14 +15,13 @@ const chunkSize = 64 * 1024
 /** The most lines one read may ask for. */
 export const maxLimit = 1_000_000
 
+/** The furthest line a read may start at. */
+export const maxOffset = 1_000_000_000
+
 /** The read tool's parameters. */
 export const ReadParameters = Schema.Struct({
   path: pathParameter("The file to read"),
-  offset: Schema.optionalKey(
-    Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
-      description: "The first line to show, from 1 (default: 1)"
-    })
-  ),
+  offset: Schema.optionalKey(countParameter(maxOffset, "The first line to show, from 1 (default: 1)")),
   limit: Schema.optionalKey(countParameter(maxLimit, "How many lines to show (default: to the end of the file)"))
 })
 

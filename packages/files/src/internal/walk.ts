@@ -25,8 +25,10 @@ export interface Visit {
 /** What a walk saw. */
 export interface Walked {
   readonly entries: number
-  /** Whether it stopped at the entry bound or the depth bound before seeing everything. */
+  /** Whether it stopped at the entry bound before seeing everything. */
   readonly truncated: boolean
+  /** Whether it left directories below {@link maxDepth} unentered. */
+  readonly tooDeep: boolean
   /** The ignored names it did not enter, each once, in the order met. */
   readonly ignored: ReadonlyArray<string>
   /** Directories it could not read (permissions, or removed meanwhile). */
@@ -51,6 +53,7 @@ export const walk = <E, R>(
     const { fs } = settings.workspace
     let entries = 0
     let truncated = false
+    let tooDeep = false
     let stopped = false
     let unreadable = 0
     const ignored: Array<string> = []
@@ -89,7 +92,7 @@ export const walk = <E, R>(
           }
           if (type !== "Directory") continue
           if (chain.length > maxDepth) {
-            truncated = true
+            tooDeep = true
             continue
           }
           // opened like any path: a directory swapped for a link since it was listed is not entered
@@ -107,20 +110,19 @@ export const walk = <E, R>(
       }))
 
     yield* directory(start, [])
-    return { entries, truncated, ignored, unreadable } satisfies Walked
+    return { entries, truncated, tooDeep, ignored, unreadable } satisfies Walked
   })
 
 /** The notes a walk's result ends with: what it skipped or did not reach. */
 export const walkNotes = (walked: Walked): Array<string> => {
   const notes: Array<string> = []
   if (walked.truncated) {
-    notes.push(
-      `(stopped after ${walked.entries} entries or ${maxDepth} levels: give a narrower path to see the rest)`
-    )
+    notes.push(`(stopped after looking at ${walked.entries} entries: give a narrower path to see the rest)`)
   }
+  if (walked.tooDeep) notes.push(`(directories more than ${maxDepth} levels deep were not entered)`)
   if (walked.ignored.length > 0) {
     const names = walked.ignored.slice(0, 5).join(", ") + (walked.ignored.length > 5 ? ", …" : "")
-    notes.push(`(not entered, ignored: ${names}; give a path inside one to include it)`)
+    notes.push(`(ignored: ${names}; give a path inside one to search it)`)
   }
   if (walked.unreadable > 0) {
     notes.push(`(${walked.unreadable} director${walked.unreadable === 1 ? "y" : "ies"} could not be read)`)

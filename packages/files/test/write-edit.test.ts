@@ -1,0 +1,235 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync, chmodSync } from "node:fs"
+import { join } from "node:path"
+import { adversary, codeOf, execute, filesLayer, modeLayer, populate, tempDir, textOf } from "./fixtures.ts"
+
+const run = (name: string, args: object) =>
+  Effect.map(execute(name, args), (r) => ({ code: codeOf(r), text: textOf(r), tag: r.error?.tag }))
+
+const content = (root: string, path: string) => readFileSync(join(root, path), "utf8")
+
+describe("write", () => {
+  it.effect("creates a file and its missing directories, saying what it wrote", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      yield* Effect.gen(function*() {
+        expect(yield* run("write", { path: "notes/2026/todo.md", content: "# Todo\n- buy milk\n" })).toStrictEqual({
+          code: "ok",
+          tag: undefined,
+          text: `Created "notes/2026/todo.md": 18 bytes, 2 lines\nCreated the directories "notes", "notes/2026"`
+        })
+        expect((yield* run("write", { path: "notes/empty.txt", content: "" })).text).toBe(
+          `Created "notes/empty.txt": 0 bytes, 0 lines`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "notes/2026/todo.md")).toBe("# Todo\n- buy milk\n")
+      // nothing but the file: the temporary file was renamed, not left behind
+      expect(readdirSync(join(root, "notes/2026"))).toStrictEqual(["todo.md"])
+    }).pipe(Effect.scoped))
+
+  it.effect("replaces a file atomically: a new inode, its permissions kept, a reader of the old one unaffected", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "run.sh": "echo old\n" })
+      chmodSync(join(root, "run.sh"), 0o750)
+      const before = statSync(join(root, "run.sh"))
+      const reader = openSync(join(root, "run.sh"), "r")
+      yield* Effect.gen(function*() {
+        expect((yield* run("write", { path: "run.sh", content: "echo new\necho twice\n" })).text).toBe(
+          `Replaced "run.sh": 20 bytes, 2 lines (it had 9 bytes)`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      const after = statSync(join(root, "run.sh"))
+      expect(after.ino).not.toBe(before.ino)
+      expect(after.mode & 0o7777).toBe(0o750)
+      expect(content(root, "run.sh")).toBe("echo new\necho twice\n")
+      // the old file was never truncated or written: it was replaced whole
+      const old = Buffer.alloc(64)
+      const n = readSync(reader, old, 0, 64, 0)
+      closeSync(reader)
+      expect(old.subarray(0, n).toString()).toBe("echo old\n")
+      expect(readdirSync(root)).toStrictEqual(["run.sh"])
+    }).pipe(Effect.scoped))
+
+  it.effect("writes through a symbolic link that stays inside the root, to the file it links to", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "docs/real.md": "old" })
+      symlinkSync("docs/real.md", join(root, "link.md"))
+      symlinkSync("docs/new.md", join(root, "dangling.md"))
+      yield* Effect.gen(function*() {
+        expect((yield* run("write", { path: "link.md", content: "new" })).text).toBe(
+          `Replaced "link.md" (the file "docs/real.md" it links to): 3 bytes, 1 line (it had 3 bytes)`
+        )
+        // a link to a file that does not exist yet creates it, as the system would
+        expect((yield* run("write", { path: "dangling.md", content: "made" })).text).toBe(
+          `Created "dangling.md" (the file "docs/new.md" it links to): 4 bytes, 1 line`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "docs/real.md")).toBe("new")
+      expect(content(root, "docs/new.md")).toBe("made")
+      expect(statSync(join(root, "link.md"), { throwIfNoEntry: false })?.isFile()).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.effect("a directory in the way is FILE_IO, naming the system's code", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "file.txt": "x" })
+      mkdirSync(join(root, "dir"))
+      yield* Effect.gen(function*() {
+        expect(yield* run("write", { path: "dir", content: "x" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `Cannot write "dir": EISDIR (it is a directory)`
+        })
+        expect((yield* run("write", { path: "file.txt/inner.txt", content: "x" })).text).toBe(
+          `Cannot write "file.txt/inner.txt": ENOTDIR (a part of the path is not a directory)`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
+  it.effect("a rename that fails leaves the old file untouched and no temporary file behind", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      // between the checks and the rename, a directory takes the file's name
+      const fileSystem = adversary("rename", "/target", () => {
+        mkdirSync(join(root, "target"))
+        populate(root, { "target/keep": "x" })
+      })
+      yield* Effect.gen(function*() {
+        const result = yield* run("write", { path: "target", content: "new" })
+        expect(result.code).toBe("FILE_IO")
+        expect(result.text).toMatch(/^Cannot write "target": (EISDIR|ENOTEMPTY|EEXIST) /)
+      }).pipe(Effect.provide(modeLayer(root, { descriptors: true, fileSystem })))
+      expect(readdirSync(root)).toStrictEqual(["target"])
+      expect(readdirSync(join(root, "target"))).toStrictEqual(["keep"])
+    }).pipe(Effect.scoped))
+})
+
+describe("edit", () => {
+  const source = "function greet(name) {\n  return 'hello ' + name\n}\n\nconsole.log(greet('world'))\n"
+
+  it.effect("replaces a unique text and shows the lines that changed", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "greet.js": source })
+      yield* Effect.gen(function*() {
+        expect(yield* run("edit", { path: "greet.js", old: "'hello '", new: "'hi '" })).toStrictEqual({
+          code: "ok",
+          tag: undefined,
+          text: `Edited "greet.js": 1 replacement (line 2)\n@@ -2,1 +2,1 @@\n-  return 'hello ' + name\n+  return 'hi ' + name`
+        })
+        expect(
+          (yield* run("edit", {
+            path: "greet.js",
+            old: "function greet(name) {\n  return 'hi ' + name\n}\n",
+            new: "const greet = (name) =>\n  'hi ' + name\n"
+          })).text
+        ).toBe(
+          `Edited "greet.js": 1 replacement (line 1)\n@@ -1,3 +1,2 @@\n-function greet(name) {\n-  return 'hi ' + name\n-}\n` +
+            "+const greet = (name) =>\n+  'hi ' + name"
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "greet.js")).toBe("const greet = (name) =>\n  'hi ' + name\n\nconsole.log(greet('world'))\n")
+    }).pipe(Effect.scoped))
+
+  it.effect("old text that does not occur is EDIT_NOT_FOUND, with the closest line when there is one", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "greet.js": source })
+      yield* Effect.gen(function*() {
+        expect(yield* run("edit", { path: "greet.js", old: "return 'hallo ' + name", new: "x" })).toStrictEqual({
+          code: "EDIT_NOT_FOUND",
+          tag: "EditNotFoundError",
+          text: `The old text does not occur in "greet.js"; the closest line is 2: "  return 'hello ' + name"`
+        })
+        expect((yield* run("edit", { path: "greet.js", old: "console.log( greet('world') )", new: "x" })).text).toBe(
+          `The old text does not occur in "greet.js"; line 5 differs from the first line of old only in whitespace: ` +
+            `"console.log(greet('world'))"`
+        )
+        expect((yield* run("edit", { path: "greet.js", old: "SELECT * FROM users", new: "x" })).text).toBe(
+          `The old text does not occur in "greet.js"; read the file to see its current text`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "greet.js")).toBe(source)
+    }).pipe(Effect.scoped))
+
+  it.effect("old text that is not unique is EDIT_AMBIGUOUS with the count and lines; replaceAll replaces them all", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const text = Array.from({ length: 8 }, (_, i) => `item ${i}: TODO`).join("\n") + "\n"
+      populate(root, { "list.txt": text })
+      yield* Effect.gen(function*() {
+        expect(yield* run("edit", { path: "list.txt", old: "TODO", new: "done" })).toStrictEqual({
+          code: "EDIT_AMBIGUOUS",
+          tag: "EditAmbiguousError",
+          text: `The old text occurs 8 times in "list.txt" (starting on lines 1, 2, 3, 4, 5, 6, 7, 8); include more ` +
+            "of the surrounding lines to make it unique, or set replaceAll to replace them all"
+        })
+        expect(content(root, "list.txt")).toBe(text)
+        expect((yield* run("edit", { path: "list.txt", old: "item 3: TODO", new: "item 3: done" })).code).toBe("ok")
+        expect((yield* run("edit", { path: "list.txt", old: "TODO", new: "done", replaceAll: true })).text).toBe(
+          `Edited "list.txt": 7 replacements (lines 1, 2, 3, 5, 6, 7, 8)\n` +
+            "@@ -1,1 +1,1 @@\n-item 0: TODO\n+item 0: done\n" +
+            "@@ -2,1 +2,1 @@\n-item 1: TODO\n+item 1: done\n" +
+            "@@ -3,1 +3,1 @@\n-item 2: TODO\n+item 2: done\n" +
+            "… 4 more replacements"
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "list.txt")).toBe(text.replaceAll("TODO", "done"))
+    }).pipe(Effect.scoped))
+
+  it.effect("keeps CRLF line endings, a byte-order mark and the file's permissions", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "win.txt": "\uFEFFfirst\r\nsecond\r\nthird\r\n" })
+      chmodSync(join(root, "win.txt"), 0o600)
+      yield* Effect.gen(function*() {
+        // the old text as read shows it: without the \r
+        expect((yield* run("edit", { path: "win.txt", old: "first\nsecond", new: "one\ntwo" })).text).toBe(
+          `Edited "win.txt": 1 replacement (line 1)\n@@ -1,2 +1,2 @@\n-\uFEFFfirst\n-second\n+\uFEFFone\n+two`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(readFileSync(join(root, "win.txt"))).toStrictEqual(Buffer.from("\uFEFFone\r\ntwo\r\nthird\r\n"))
+      expect(statSync(join(root, "win.txt")).mode & 0o7777).toBe(0o600)
+    }).pipe(Effect.scoped))
+
+  it.effect("the same old and new text changes nothing; a binary or too large file is refused", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "a.txt": "abc", "b.bin": new Uint8Array([1, 0, 2]), "big.txt": "x".repeat(2048) })
+      yield* Effect.gen(function*() {
+        expect((yield* run("edit", { path: "a.txt", old: "b", new: "b" })).text).toBe(
+          `No change: old and new are the same text, so "a.txt" was left as it is`
+        )
+        expect(yield* run("edit", { path: "b.bin", old: "x", new: "y" })).toStrictEqual({
+          code: "FILE_BINARY",
+          tag: "FileBinaryError",
+          text: `"b.bin" is a binary file (3 bytes; it holds NUL bytes); edit changes text files only`
+        })
+        expect((yield* run("edit", { path: "big.txt", old: "x", new: "y" })).text).toBe(
+          `"big.txt" is 2.0 KiB, more than the 1.0 KiB edit works on; read it in ranges and rewrite it with write, ` +
+            "or change it with a command"
+        )
+        expect((yield* run("edit", { path: "a.txt", old: "", new: "y" })).code).toBe("INVALID_ARGS")
+        expect((yield* run("edit", { path: "nope.txt", old: "a", new: "b" })).code).toBe("FILE_NOT_FOUND")
+      }).pipe(Effect.provide(filesLayer(root, { maxEditBytes: 1024 })))
+    }).pipe(Effect.scoped))
+
+  it.effect("a file that changes while it is edited is not overwritten: FILE_IO EAGAIN", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "a.txt": "one\n" })
+      // "path" mode checks the root after opening the file: another writer appends right then
+      const fileSystem = adversary("lstat", root, () => populate(root, { "a.txt": "one\nadded by another writer\n" }))
+      yield* Effect.gen(function*() {
+        expect(yield* run("edit", { path: "a.txt", old: "one", new: "1" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `"a.txt" changed while it was being edited; nothing was written: read it again`
+        })
+      }).pipe(Effect.provide(modeLayer(root, { descriptors: false, fileSystem })))
+      expect(content(root, "a.txt")).toBe("one\nadded by another writer\n")
+    }).pipe(Effect.scoped))
+})
