@@ -336,14 +336,14 @@ export const describeRule = (rule: Rule): string => {
 
 /**
  * Where a decision came from, in words: `rules[0]: deny bash with a command starting "rm"`, or
- * `no rule matched, the default is ask`.
+ * `the default decision, as no rule matched`.
  *
  * @since 0.1.0
  * @category formatting
  */
 export const source = (policy: Policy, rule: number | "default"): string =>
   rule === "default"
-    ? `no rule matched, the default is ${policy.default}`
+    ? "the default decision, as no rule matched"
     : `rules[${rule}]: ${describeRule(policy.rules[rule]!)}`
 
 const verdictOf = (policy: Policy, rule: number | "default"): Verdict => {

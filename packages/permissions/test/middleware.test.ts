@@ -97,7 +97,7 @@ describe("Permissions.middleware", () => {
         `TOOL_DENIED: Tool "bash" was denied: the permission policy forbids it (rules[0]: deny bash with a command starting "rm"): nothing is removed here`
       )
       expect(show(yield* execute(session, call("read", { path: "x" })))).toBe(
-        `TOOL_DENIED: Tool "read" was denied: the permission policy forbids it (no rule matched, the default is deny)`
+        `TOOL_DENIED: Tool "read" was denied: the permission policy forbids it (the default decision, as no rule matched)`
       )
       expect(ran).toStrictEqual(["git status"])
       const logged = yield* decisions(session)

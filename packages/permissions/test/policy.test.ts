@@ -110,7 +110,7 @@ describe("matching tools", () => {
     expect(decisionOf(policy, "read")).toBe("allow@1")
     expect(decisionOf(policy, "reed")).toBe("ask@2")
     expect(decisionOf(policy, "bash")).toBe("deny@default")
-    expect(decide(policy, "bash", {}).reason).toBe("the permission policy forbids it (no rule matched, the default is deny)")
+    expect(decide(policy, "bash", {}).reason).toBe("the permission policy forbids it (the default decision, as no rule matched)")
     expect(decisionOf(build([{ decision: "allow", tool: "*" }], "deny"), "anything")).toBe("allow@0")
   })
 
