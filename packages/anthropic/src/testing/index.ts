@@ -1,6 +1,14 @@
 /**
- * dsh model adapter for Anthropic's Messages API over effect/http and SSE, with a fake server and wire fixtures for testing
+ * Test kit for the Anthropic adapter (and anything else that speaks the Messages wire): wire
+ * fixtures (files and builders), a fake `node:http` server that plays them back on 127.0.0.1
+ * and records what it was sent, and a generator of large realistic responses for benchmarks.
  *
  * @since 0.1.0
  */
-export {}
+
+/** @since 0.1.0 */
+export * as FakeServer from "./FakeServer.ts"
+/** @since 0.1.0 */
+export * as Fixture from "./Fixture.ts"
+/** @since 0.1.0 */
+export * as Synthetic from "./Synthetic.ts"

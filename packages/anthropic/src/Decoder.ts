@@ -1,0 +1,221 @@
+/**
+ * Decoding: the bytes of a streamed Messages response to dsh stream chunks, in one synchronous
+ * stage.
+ *
+ * bytes → UTF-8 text (a streaming `TextDecoder`, so a character split across network reads is
+ * joined; invalid UTF-8 is an error, not a replacement character) → Server-Sent Events (LF, CRLF
+ * or CR line ends, comments, multi-line `data:`, events split anywhere) → each event's `data`
+ * parsed as JSON → the {@link Translate} state machine, which checks each event's shape
+ * (`Wire`) and turns it into chunks.
+ *
+ * One stage does all the work of a network read, wired into the stream with
+ * `Stream.transformPull`: cheaper than a pipeline of per-event stream stages, and it lets the
+ * stream end at `message_stop` without waiting for the server to close the connection. The
+ * event's `event:` name is not needed (the JSON's `type` says the same), except that an
+ * `event: error` whose data is not JSON still reports the error it carries.
+ *
+ * An `error` event fails with the `LlmError` its type means (`Failure.fromStreamError`:
+ * `overloaded_error` → `LlmServerError`, `rate_limit_error` → `LlmRateLimitError`, …).
+ * Everything else that goes wrong is an `LlmProtocolError`: `data` that is not a JSON object,
+ * invalid UTF-8, an event over the size limit, the bytes ending before `message_stop` (the
+ * message says how far the answer got), and what the translator refuses.
+ *
+ * Decoding is total: no input makes it throw or die, whatever its nesting, size or encoding
+ * (every quoted piece of the response is cut short), and should some step throw anyway, the
+ * response fails with `LlmProtocolError`.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError, LlmError, type StreamChunk } from "@dsh/llm"
+import { Array as Arr, Cause, Effect, Pull, Stream } from "effect"
+import { excerpt, fromStreamError } from "./Failure.ts"
+import * as Sse from "./internal/sse.ts"
+import * as Translate from "./Translate.ts"
+
+/**
+ * A decoder for one response. Not shared between fibers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Decoder {
+  /** Decodes the next bytes of the body, appending the chunks they complete to `out`. */
+  readonly feed: (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
+  /** The body ended: a failure unless `message_stop` was seen. */
+  readonly end: () => LlmError.LlmError | undefined
+  /** Whether `message_stop` was seen (what follows it is ignored). */
+  readonly done: () => boolean
+}
+
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Names the server in error messages (default `"Anthropic"`). */
+  readonly provider?: string
+  /** The largest event, in UTF-16 code units (default 10 MiB). */
+  readonly maxEventSize?: number
+}
+
+/** How much of the body an "ended before message_stop" error quotes when no event was parsed. */
+const headLength = 200
+
+const defaultMaxEventSize = 10 * 1024 * 1024
+
+// What an `event: error` whose data is not JSON reports: the text itself.
+const parseOrText = (data: string): unknown => {
+  try {
+    return JSON.parse(data)
+  } catch {
+    return data
+  }
+}
+
+/**
+ * Creates a decoder.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Decoder => {
+  const provider = options.provider ?? "Anthropic"
+  const translator = Translate.make(provider)
+  const text = new TextDecoder("utf-8", { fatal: true })
+  // the events a read completes, as (name, data) pairs, consumed right after the parser ran
+  const names: Array<string> = []
+  const datas: Array<string> = []
+  const parser = Sse.make((name, data) => {
+    names.push(name)
+    datas.push(data)
+  }, options.maxEventSize ?? defaultMaxEventSize)
+  let seen = 0
+  let head = ""
+
+  const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
+
+  const event = (name: string, data: string, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+    seen++
+    let json: unknown
+    try {
+      json = JSON.parse(data)
+    } catch (error) {
+      if (name === "error") return fromStreamError(provider, parseOrText(data))
+      return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(data, 120))}`)
+    }
+    if (typeof json !== "object" || json === null || Array.isArray(json)) {
+      return protocol(`an event's data is not a JSON object: ${JSON.stringify(excerpt(data, 120))}`)
+    }
+    return translator.event(json as Readonly<Record<string, unknown>>, out)
+  }
+
+  const feedUnsafe = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+    let chunk: string
+    try {
+      chunk = text.decode(bytes, { stream: true })
+    } catch {
+      return protocol("the response is not valid UTF-8")
+    }
+    if (head.length < headLength) head += chunk.slice(0, headLength - head.length)
+    const tooLarge = parser.feed(chunk)
+    let failure: LlmError.LlmError | undefined
+    for (let i = 0; i < names.length; i++) {
+      failure = event(names[i]!, datas[i]!, out)
+      if (failure !== undefined || translator.finished()) break
+    }
+    names.length = 0
+    datas.length = 0
+    if (failure !== undefined) return failure
+    // an oversized event after some complete ones: those were decoded first
+    return tooLarge === undefined || translator.finished() ? undefined : protocol(tooLarge)
+  }
+
+  const endUnsafe = (): LlmError.LlmError | undefined => {
+    try {
+      text.decode()
+    } catch {
+      return protocol("the response ended inside a UTF-8 character")
+    }
+    if (seen === 0) {
+      return protocol(
+        head === ""
+          ? "the response ended without any event (an empty body)"
+          : `the response ended without any event; it began: ${JSON.stringify(head)}`
+      )
+    }
+    return protocol(
+      translator.stopped()
+        ? `the response ended after its stop_reason but before message_stop (${seen} events)`
+        : `the response ended before message_stop, cut short after ${seen} events`
+    )
+  }
+
+  // The server's bytes must never become a defect of the stream: should anything below throw
+  // on an input nobody foresaw, the response fails as a protocol error, and the decoder stays
+  // failed (its state is no longer trustworthy).
+  let broken: LlmError.LlmError | undefined
+  const guarded = (step: () => LlmError.LlmError | undefined): LlmError.LlmError | undefined => {
+    if (broken !== undefined) return broken
+    if (translator.finished()) return undefined
+    try {
+      const failure = step()
+      if (failure !== undefined) broken = failure
+      return failure
+    } catch (thrown) {
+      broken = protocol(`decoding the response failed: ${excerpt(HarnessError.describe(thrown), 300)}`)
+      return broken
+    }
+  }
+
+  return {
+    feed: (bytes, out) => guarded(() => feedUnsafe(bytes, out)),
+    end: () => guarded(endUnsafe),
+    done: translator.finished
+  }
+}
+
+/**
+ * Decodes a byte stream into chunks. The output ends at `message_stop` (the input is not
+ * pulled further, so its resources are released); an input that ends before it fails with
+ * `LlmProtocolError`. The input's own failures pass through.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: Options = {}
+): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> =>
+  Stream.transformPull(bytes, (pull) =>
+    Effect.sync(() => {
+      const decoder = make(options)
+      // a failure found after some chunks of the same network read: those chunks go first
+      let failed: LlmError.LlmError | undefined
+      const ended = Pull.catchDone(pull, (): Effect.Effect<never, LlmError.LlmError | Cause.Done> => {
+        // the input ended: fine after message_stop, a protocol failure before it
+        const failure = decoder.end()
+        return failure === undefined ? Cause.done() : Effect.fail(failure)
+      })
+      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
+        () => {
+          if (failed !== undefined) return Effect.fail(failed)
+          if (decoder.done()) return Cause.done()
+          return Effect.flatMap(ended, (arrays) => {
+            const out: Array<StreamChunk.StreamChunk> = []
+            for (const chunk of arrays) {
+              const failure = decoder.feed(chunk, out)
+              if (failure !== undefined) {
+                if (out.length === 0) return Effect.fail(failure)
+                failed = failure
+                break
+              }
+              if (decoder.done()) break
+            }
+            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
+          })
+        }
+      )
+      return next
+    }))
