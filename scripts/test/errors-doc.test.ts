@@ -3,6 +3,7 @@ import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
 import { InvariantErrors } from "@dsh/invariants"
+import { McpErrors } from "@dsh/mcp"
 import { PermissionErrors } from "@dsh/permissions"
 import { Prompt } from "@dsh/prompt"
 import { SessionErrors } from "@dsh/session"
@@ -22,6 +23,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...ToolErrors.classes,
   ...Agent.classes,
   ...TurnResult.classes,
+  ...McpErrors.classes,
   ...PermissionErrors.classes,
   
   ...DeepSeekError.classes,

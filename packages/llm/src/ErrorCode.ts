@@ -131,8 +131,8 @@ export const catalog = {
     raisedBy: "@dsh/mcp (McpProtocolError), raised by the MCP capability"
   },
   MCP_SERVER: {
-    meaning: "An MCP server failed a call (a JSON-RPC error) or died during it; a server that died is started again on its next call.",
-    raisedBy: "@dsh/mcp (McpServerError), raised by the MCP capability"
+    meaning: "An MCP server failed a call (a JSON-RPC error, an HTTP error status, or its tool reported an error with isError) or died during it; a server that died is started again on its next call.",
+    raisedBy: "@dsh/mcp (McpServerError, McpToolError for a tool that reported an error), raised by the MCP capability"
   },
   CONFIG_INVALID: {
     meaning: "The dsh command's configuration (its config file, a flag or an environment variable) is invalid; the message names the field and what was expected.",
