@@ -2,6 +2,7 @@ import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
+import { FileErrors } from "@dsh/files"
 import { InvariantErrors } from "@dsh/invariants"
 import { McpErrors } from "@dsh/mcp"
 import { PermissionErrors } from "@dsh/permissions"
@@ -21,6 +22,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...SessionErrors.classes,
   ...Prompt.classes,
   ...ToolErrors.classes,
+  ...FileErrors.classes,
   ...Agent.classes,
   ...TurnResult.classes,
   ...McpErrors.classes,

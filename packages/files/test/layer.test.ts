@@ -60,7 +60,12 @@ describe("Files.layer", () => {
       const root = yield* tempDir
       populate(root, { "file.txt": "x" })
       const [missing] = yield* buildFails(join(root, "nope"))
-      expect(missing).toMatchObject({ _tag: "FileNotFoundError", code: "FILE_NOT_FOUND", path: join(root, "nope") })
+      expect(missing).toMatchObject({
+        _tag: "FileNotFoundError",
+        code: "FILE_NOT_FOUND",
+        path: join(root, "nope"),
+        message: `The workspace root ${JSON.stringify(join(root, "nope"))} does not exist`
+      })
       const [file] = yield* buildFails(join(root, "file.txt"))
       expect(file).toMatchObject({
         _tag: "FileIoError",

@@ -17,7 +17,7 @@
  *   is a window in which a directory swapped and swapped back between two checks goes unseen.
  */
 import { Data, Effect, type FileSystem, Option, type Path, type Scope } from "effect"
-import { FileIoError, type FileNotFoundError } from "../FileError.ts"
+import { FileIoError, FileNotFoundError } from "../FileError.ts"
 import { type Handle, openEntry, type Stat, supported } from "./descriptor.ts"
 import { failure, make as systemFailure, show, SystemFailure, toFileError } from "./system.ts"
 
@@ -103,7 +103,12 @@ export const make = (
         message: "The file tools need a POSIX system: this one has no O_NOFOLLOW"
       })
     }
-    const rootError = (cause: unknown) => toFileError("open the workspace root", root, failure(cause))
+    const rootError = (cause: unknown) => {
+      const system = failure(cause)
+      return system.systemCode === "ENOENT"
+        ? new FileNotFoundError({ path: root, message: `The workspace root ${show(root)} does not exist`, cause: system })
+        : toFileError("open the workspace root", root, system)
+    }
     const absolute = path.resolve(root)
     const realRoot = yield* Effect.mapError(fs.realPath(absolute), rootError)
     const handle = yield* Effect.mapError(openEntry(realRoot), rootError)
