@@ -257,6 +257,23 @@ describe("matching paths", () => {
   })
 })
 
+describe("patterns on hostile input", () => {
+  it("wildcards never backtrack: many stars against long names, words and paths stay fast", () => {
+    const stars = "*a*a*a*a*a*a*a*a*b"
+    const policy = build([
+      { decision: "deny", tool: stars },
+      { decision: "deny", tool: "bash", command: stars },
+      { decision: "deny", tool: "write", path: `${stars}/**` }
+    ], "allow")
+    // a regular expression of these patterns would backtrack for hours here: the test's timeout is the bound
+    const long = "a".repeat(100_000)
+    expect(decisionOf(policy, long)).toBe("allow@default")
+    expect(decisionOf(policy, "bash", { command: long })).toBe("allow@default")
+    expect(decisionOf(policy, "write", { path: long })).toBe("allow@default")
+    expect(decisionOf(policy, `${"a".repeat(50)}b`)).toBe("deny@0")
+  })
+})
+
 describe("arguments the policy cannot read", () => {
   const policy = build([
     { decision: "allow", tool: "read" },

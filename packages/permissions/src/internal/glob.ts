@@ -8,18 +8,16 @@
  * says the same thing without a second syntax).
  */
 import { posix } from "node:path"
-
-const escapeRegExp = (c: string): string => c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")
+import * as Wildcard from "./wildcard.ts"
 
 /** A compiled name glob. */
-export const nameGlob = (pattern: string): RegExp =>
-  new RegExp(`^${[...pattern].map((c) => (c === "*" ? ".*" : c === "?" ? "." : escapeRegExp(c))).join("")}$`)
+export const nameGlob = (pattern: string): Wildcard.Wildcard => Wildcard.fromGlob(pattern)
 
 /** Where `**` stands in a compiled path glob. */
 const globstar: unique symbol = Symbol("globstar")
 
 /** A compiled path glob: an absolute path's segments, each a pattern or `**`. */
-export type PathGlob = ReadonlyArray<RegExp | typeof globstar>
+export type PathGlob = ReadonlyArray<Wildcard.Wildcard | typeof globstar>
 
 /** What is wrong with a path pattern, or `undefined` when nothing is. */
 export const pathProblem = (pattern: string): string | undefined => {
@@ -38,16 +36,14 @@ export const pathProblem = (pattern: string): string | undefined => {
   return undefined
 }
 
-const segmentRegExp = (segment: string): RegExp => {
-  let source = ""
+const segmentPattern = (segment: string): Wildcard.Wildcard => {
+  const tokens: Array<Wildcard.Token> = []
   for (let i = 0; i < segment.length; i++) {
     const c = segment[i]!
-    if (c === "\\" && i + 1 < segment.length) source += escapeRegExp(segment[++i]!)
-    else if (c === "*") source += "[^/]*"
-    else if (c === "?") source += "[^/]"
-    else source += escapeRegExp(c)
+    if (c === "\\" && i + 1 < segment.length) tokens.push(segment[++i]!)
+    else tokens.push(c === "*" ? Wildcard.star : c === "?" ? Wildcard.one : c)
   }
-  return new RegExp(`^${source}$`)
+  return tokens
 }
 
 /** The absolute, normalized form of a path as the file tools resolve it: against `root`. */
@@ -60,7 +56,7 @@ export const resolvePath = (root: string, path: string): string => posix.resolve
 export const pathGlob = (root: string, pattern: string): PathGlob => {
   const absolute = posix.normalize(pattern.startsWith("/") ? pattern : `${root}/${pattern}`)
   const trimmed = absolute.length > 1 && absolute.endsWith("/") ? absolute.slice(0, -1) : absolute
-  return trimmed.split("/").map((segment) => (segment === "**" ? globstar : segmentRegExp(segment)))
+  return trimmed.split("/").map((segment) => (segment === "**" ? globstar : segmentPattern(segment)))
 }
 
 /** Whether an absolute, normalized path matches a compiled glob. */
@@ -78,7 +74,7 @@ export const matchesPath = (glob: PathGlob, path: string): boolean => {
       starP = p
       starS = s
       p++
-    } else if (part !== undefined && part.test(segments[s]!)) {
+    } else if (part !== undefined && Wildcard.matches(part, segments[s]!)) {
       p++
       s++
     } else if (starP >= 0) {

@@ -11,6 +11,7 @@ import { ToolArgs, type ToolErrors } from "@dsh/tools"
 import { Result, type Schema } from "effect"
 import { escapePath, matchesPath, nameGlob, type PathGlob, pathGlob, pathProblem, resolvePath } from "./glob.ts"
 import * as Shell from "./shell.ts"
+import * as Wildcard from "./wildcard.ts"
 
 /** One pattern or a non-empty list of them. */
 type Patterns = string | readonly [string, ...Array<string>]
@@ -32,8 +33,8 @@ export interface FieldProblem {
   readonly message: string
 }
 
-/** A command pattern: its words, each a regular expression over a word's text. */
-type CommandPattern = ReadonlyArray<RegExp>
+/** A command pattern: its words, each a wildcard over a word's text. */
+type CommandPattern = ReadonlyArray<Wildcard.Wildcard>
 
 /** A rule ready to match. */
 export interface Compiled {
@@ -74,7 +75,7 @@ const toolNames = (patterns: ReadonlyArray<string>, problems: Array<FieldProblem
     }
   }
   const globs = patterns.map(nameGlob)
-  return (name) => globs.some((g) => g.test(name))
+  return (name) => globs.some((g) => Wildcard.matches(g, name))
 }
 
 /** The server part of an MCP tool's name (`<server>__<tool>`), if it is one. */
@@ -99,7 +100,7 @@ const serverNames = (patterns: ReadonlyArray<string>, problems: Array<FieldProbl
   const globs = patterns.map(nameGlob)
   return (name) => {
     const server = serverOf(name)
-    return server !== undefined && globs.some((g) => g.test(server))
+    return server !== undefined && globs.some((g) => Wildcard.matches(g, server))
   }
 }
 
@@ -134,7 +135,7 @@ const commandPatterns = (
       problems.push({ field: "command", message: problem })
       return []
     }
-    return [line.commands[0]!.words.map((w) => new RegExp(`^${w.source}$`))]
+    return [line.commands[0]!.words.map((w) => w.pattern)]
   })
 
 const pathGlobs = (root: string, patterns: ReadonlyArray<string>, problems: Array<FieldProblem>): ReadonlyArray<PathGlob> =>
@@ -209,14 +210,16 @@ const fits = (pattern: CommandPattern, exact: boolean, count: number): boolean =
 const matchesBroadly = (pattern: CommandPattern, exact: boolean, command: Shell.Command): boolean => {
   const words = commandWords(command.words)
   if (!fits(pattern, exact, words.length)) return false
-  return pattern.every((p, k) => p.test(words[k]!.text) || (k === 0 && p.test(basename(words[0]!.text))))
+  return pattern.every((p, k) =>
+    Wildcard.matches(p, words[k]!.text) || (k === 0 && Wildcard.matches(p, basename(words[0]!.text)))
+  )
 }
 
 /** An allow pattern: only a command that means exactly its words, and writes no file. */
 const matchesStrictly = (pattern: CommandPattern, exact: boolean, command: Shell.Command): boolean => {
   const words = command.words
   if (command.writes || !fits(pattern, exact, words.length) || assignment.test(words[0]?.text ?? "")) return false
-  return pattern.every((p, k) => Shell.isLiteral(words[k]!) && p.test(words[k]!.text))
+  return pattern.every((p, k) => Shell.isLiteral(words[k]!) && Wildcard.matches(p, words[k]!.text))
 }
 
 const matchesCommand = (compiled: Compiled, patterns: ReadonlyArray<CommandPattern>, text: string): boolean => {

@@ -9,16 +9,17 @@
  * rule still finds the commands that are spelt out. It never throws and is linear in the
  * line's length; nesting beyond {@link maxNesting} levels marks the line unreadable.
  */
+import * as Wildcard from "./wildcard.ts"
 
 /** A word of a simple command. */
 export interface Word {
   /** The word with its quotes and escapes removed. */
   readonly text: string
   /**
-   * A regular-expression source matching the word as a pattern: an unquoted `*` is any run
-   * of characters, an unquoted `?` one character, everything else itself.
+   * The word as a pattern: an unquoted `*` is any run of characters, an unquoted `?` one
+   * character, everything else itself.
    */
-  readonly source: string
+  readonly pattern: Wildcard.Wildcard
   /** Whether the word holds an unquoted `*` or `?` (a glob to the shell, a wildcard in a pattern). */
   readonly glob: boolean
   /** Whether the word holds an expansion, a substitution, a `[`, `{`, `}` or a leading `~`. */
@@ -47,8 +48,6 @@ export interface Line {
 
 /** How deeply substitutions may nest before a line is unreadable. */
 export const maxNesting = 32
-
-const escapeRegExp = (c: string): string => c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")
 
 const parameterChar = /[A-Za-z0-9_]/
 const parameterStart = /[A-Za-z_]/
@@ -80,7 +79,7 @@ const scanLine = (text: string, depth: number, into: Result): void => {
     let words: Array<Word> = []
     let writes = false
     let word = ""
-    let source = ""
+    let pattern: Array<Wildcard.Token> = []
     let glob = false
     let expands = false
     let started = false
@@ -96,11 +95,11 @@ const scanLine = (text: string, depth: number, into: Result): void => {
         // `>&2`, `>&-` duplicate a descriptor; `>&file` writes the file
         if (!/^(\d+|-)$/.test(word)) writes = true
       } else if (redirect === undefined) {
-        words.push({ text: word, source, glob, expands })
+        words.push({ text: word, pattern, glob, expands })
       }
       redirect = undefined
       word = ""
-      source = ""
+      pattern = []
       glob = false
       expands = false
       started = false
@@ -118,9 +117,10 @@ const scanLine = (text: string, depth: number, into: Result): void => {
       i++
       while (i < text.length && ";&|".includes(text[i]!) && text[i + 1] !== ">") i++
     }
-    const add = (c: string, pattern: string = escapeRegExp(c)) => {
+    const add = (c: string, token?: Wildcard.Token) => {
       word += c
-      source += pattern
+      if (token === undefined) pattern.push(...Wildcard.literal(c))
+      else pattern.push(token)
       started = true
     }
     const substitution = (close: string) => {
@@ -267,7 +267,7 @@ const scanLine = (text: string, depth: number, into: Result): void => {
           // `2>file`: the digits right before the operator name a descriptor, not a word
           if (started && !glob && !expands && /^\d+$/.test(word)) {
             word = ""
-            source = ""
+            pattern = []
             started = false
           } else endWord()
           const next = text[i + 1]
@@ -287,12 +287,12 @@ const scanLine = (text: string, depth: number, into: Result): void => {
           break
         }
         case "*":
-          add(c, ".*")
+          add(c, Wildcard.star)
           glob = true
           i++
           break
         case "?":
-          add(c, ".")
+          add(c, Wildcard.one)
           glob = true
           i++
           break
