@@ -2,6 +2,7 @@ import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
+import { OpenAiError } from "@dsh/openai"
 import { FileErrors } from "@dsh/files"
 import { InvariantErrors } from "@dsh/invariants"
 import { McpErrors } from "@dsh/mcp"
@@ -29,6 +30,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...PermissionErrors.classes,
   
   ...DeepSeekError.classes,
+  ...OpenAiError.classes,
   ...InvariantErrors.classes,
   ...Replay.classes
 ]

@@ -29,17 +29,22 @@
  * connection. The API key is held as `Redacted`; it is written only into the `Authorization`
  * header, and no error carries the HTTP client's error (which holds the request) as a cause.
  *
+ * It is `@dsh/openai`'s OpenAI-compatible adapter with the `deepseek` profile
+ * (`Profiles.deepseek`: reasoning passed back as `reasoning_content`, cache hits from
+ * `prompt_cache_hit_tokens`, the `thinking` switch, efforts `high` and `max`, a strict end of
+ * stream, the models' context windows and prices), its configuration errors reported as
+ * `DeepSeekConfigError`.
+ *
  * @since 0.1.0
  */
-import { LlmError, type ModelRequest } from "@dsh/llm"
-import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
+import type { LlmError } from "@dsh/llm"
+import type { Adapter, ModelErrors, ModelRegistry } from "@dsh/model"
+import { layerAdapter } from "@dsh/model"
+import { OpenAiCompat, type OpenAiError, Profiles } from "@dsh/openai"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Config, Duration, Effect, Layer, Option, Redacted, Schedule, Schema, Sink, Stream } from "effect"
-import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
-import * as Decoder from "./Decoder.ts"
+import { type Duration, Effect, Layer, type Redacted, type Schedule, Schema } from "effect"
+import type { HttpClient } from "effect/http"
 import { DeepSeekConfigError } from "./DeepSeekError.ts"
-import * as Failure from "./Failure.ts"
-import * as RequestBody from "./RequestBody.ts"
 
 /**
  * How much reasoning a thinking model does.
@@ -135,47 +140,35 @@ export const defaultModels: ReadonlyArray<string> = ["deepseek-v4-flash", "deeps
  * @since 0.1.0
  * @category constants
  */
-export const defaultSchedule: Schedule.Schedule<unknown, LlmError.LlmError> = Schedule.exponential("500 millis", 2).pipe(
-  Schedule.jittered
-)
+export const defaultSchedule: Schedule.Schedule<unknown, LlmError.LlmError> = OpenAiCompat.defaultSchedule
 
-const provider = "DeepSeek"
-const keyHint = "Set the DEEPSEEK_API_KEY environment variable, or pass `apiKey: Redacted.make(key)` to DeepSeek.layer."
+/**
+ * The profile the adapter runs with: `@dsh/openai`'s `deepseek` profile, whose default
+ * models are {@link defaultModels}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const profile = Profiles.deepseek
 
-const configError = (setting: string, message: string) => new DeepSeekConfigError({ setting, message })
-
-const readApiKey: Effect.Effect<Redacted.Redacted<string>, DeepSeekConfigError> = Config.option(
-  Config.Redacted("DEEPSEEK_API_KEY")
-).pipe(
-  Effect.mapError(() => configError("apiKey", `DEEPSEEK_API_KEY could not be read. ${keyHint}`)),
-  Effect.flatMap(Option.match({
-    onNone: () => Effect.fail(configError("apiKey", `No DeepSeek API key is configured. ${keyHint}`)),
-    onSome: Effect.succeed
-  }))
-)
-
-const readBaseUrl: Effect.Effect<string, DeepSeekConfigError> = Config.option(Config.String("DEEPSEEK_BASE_URL")).pipe(
-  Effect.mapError(() => configError("baseUrl", "DEEPSEEK_BASE_URL could not be read")),
-  Effect.map(Option.getOrElse(() => defaultBaseUrl))
-)
-
-const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Effect<string, DeepSeekConfigError> => {
-  const trimmed = raw.trim().replace(/\/+$/, "")
-  // a URL may carry credentials: its text is scrubbed of the key before it is quoted
-  const quoted = Failure.scrub(JSON.stringify(raw), apiKey)
-  let url: URL
-  try {
-    url = new URL(trimmed)
-  } catch {
-    return Effect.fail(configError(
-      "baseUrl",
-      `The DeepSeek base URL ${quoted} is not a URL (set DEEPSEEK_BASE_URL or the baseUrl option, e.g. ${defaultBaseUrl})`
-    ))
+// The same options for the OpenAI-compatible adapter; the model names given are served with
+// the profile's entries (context window, prices) where it has them.
+const compatOptions = (options: Options): OpenAiCompat.Options => {
+  const { models, ...rest } = options
+  return {
+    ...rest,
+    profile,
+    ...(models === undefined ? { models: defaultModels } : { models })
   }
-  return url.protocol === "http:" || url.protocol === "https:"
-    ? Effect.succeed(trimmed)
-    : Effect.fail(configError("baseUrl", `The DeepSeek base URL ${quoted} is not an http(s) URL`))
 }
+
+const asDeepSeekError = (error: OpenAiError.OpenAiConfigError) =>
+  new DeepSeekConfigError({ setting: error.setting, message: error.message })
+
+const context: OpenAiCompat.Context = { layer: "DeepSeek.layer" }
+
+const resolved = (options: Options): Effect.Effect<OpenAiCompat.Settings, DeepSeekConfigError> =>
+  OpenAiCompat.settings(compatOptions(options), context).pipe(Effect.mapError(asDeepSeekError))
 
 /**
  * Resolves options against the environment (through the current `ConfigProvider`).
@@ -184,28 +177,16 @@ const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Ef
  * @category constructors
  */
 export const settings = (options: Options = {}): Effect.Effect<Settings, DeepSeekConfigError> =>
-  Effect.gen(function*() {
-    const apiKey = options.apiKey ?? (yield* readApiKey)
-    if (Redacted.value(apiKey).trim() === "") {
-      return yield* configError("apiKey", `The DeepSeek API key is empty. ${keyHint}`)
-    }
-    const baseUrl = yield* checkBaseUrl(options.baseUrl ?? (yield* readBaseUrl), apiKey)
-    const models = options.models ?? defaultModels
-    if (models.length === 0) return yield* configError("models", "The DeepSeek adapter must serve at least one model name")
-    return {
-      apiKey,
-      baseUrl,
-      models,
-      thinking: options.thinking,
-      reasoningEffort: options.reasoningEffort,
-      idleTimeout: Duration.fromInputUnsafe(options.idleTimeout ?? "60 seconds"),
-      retry: {
-        times: Math.max(0, Math.floor(options.retry?.times ?? 2)),
-        schedule: options.retry?.schedule ?? defaultSchedule,
-        maxRetryAfter: Duration.fromInputUnsafe(options.retry?.maxRetryAfter ?? "60 seconds")
-      }
-    }
-  })
+  Effect.map(resolved(options), (s) => ({
+    // the deepseek profile needs a key: a resolved one is always there
+    apiKey: s.apiKey!,
+    baseUrl: s.baseUrl,
+    models: s.models,
+    thinking: s.thinking,
+    reasoningEffort: s.reasoningEffort as ReasoningEffort | undefined,
+    idleTimeout: s.idleTimeout,
+    retry: s.retry
+  }))
 
 /**
  * The per-request settings a request may carry in `providerOptions.deepseek`.
@@ -224,25 +205,6 @@ export const ProviderOptions = Schema.Struct({
  */
 export type ProviderOptions = typeof ProviderOptions.Type
 
-const decodeProviderOptions = Schema.decodeUnknownResult(ProviderOptions)
-
-const overrides = (request: ModelRequest.ModelRequest): Effect.Effect<ProviderOptions, LlmError.LlmInvalidRequestError> => {
-  const raw = request.providerOptions?.[name]
-  if (raw === undefined) return Effect.succeed({})
-  const decoded = decodeProviderOptions(raw, { errors: "all", onExcessProperty: "error" })
-  return decoded._tag === "Success" ? Effect.succeed(decoded.success) : Effect.fail(
-    new LlmError.LlmInvalidRequestError({
-      message: `providerOptions.${name} is invalid (allowed: thinking: boolean, reasoningEffort: "high" | "max"): ${
-        decoded.failure.message.replaceAll(/\s*\n\s*/g, " ")
-      }`
-    })
-  )
-}
-
-/** The wait a rate-limited response asks for, if any. */
-const retryAfter = (error: LlmError.LlmError): number | undefined =>
-  error._tag === "LlmRateLimitError" ? error.retryAfterMillis : undefined
-
 /**
  * The adapter itself, for code that registers it by other means than {@link layer}.
  *
@@ -250,112 +212,7 @@ const retryAfter = (error: LlmError.LlmError): number | undefined =>
  * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<Adapter, DeepSeekConfigError, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const resolved = yield* settings(options)
-    // Scoped requests: every attempt is aborted when the stream's scope closes, including one
-    // interrupted after its response headers arrived but before its body was opened (an
-    // unscoped response nobody reads is only aborted when it is garbage-collected).
-    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
-    const endpoint = `${resolved.baseUrl}/chat/completions`
-    const idle = resolved.idleTimeout
-    const idleText = Duration.format(idle)
-    const scrub = (text: string) => Failure.scrub(text, resolved.apiKey)
-    const transport = (message: string) => new LlmError.LlmTransportError({ message: scrub(message) })
-
-    const describeHttp = (error: HttpClientError.HttpClientError) =>
-      Failure.describe("cause" in error.reason && error.reason.cause !== undefined ? error.reason.cause : error.reason)
-
-    const withIdleTimeout = <A, E, R>(
-      effect: Effect.Effect<A, E, R>,
-      what: string
-    ): Effect.Effect<A, E | LlmError.LlmTransportError, R> =>
-      Duration.isFinite(idle)
-        ? Effect.timeoutOrElse(effect, {
-          duration: idle,
-          orElse: () => Effect.fail(transport(`idle timeout: ${provider} sent nothing for ${idleText} ${what}`))
-        })
-        : effect
-
-    const body = (response: HttpClientResponse.HttpClientResponse): Stream.Stream<Uint8Array, LlmError.LlmTransportError> => {
-      const bytes = response.stream.pipe(
-        Stream.mapError((error) => transport(`the connection to ${provider} failed while the answer was streaming: ${describeHttp(error)}`))
-      )
-      return Duration.isFinite(idle)
-        ? Stream.timeoutOrElse(bytes, {
-          duration: idle,
-          orElse: () => Stream.fail(transport(`idle timeout: ${provider} sent nothing for ${idleText} while streaming`))
-        })
-        : bytes
-    }
-
-    // One attempt: the response headers and the first read of its body. Everything up to that
-    // read may be retried; once a byte arrived the answer has started and is never repeated.
-    const open = (request: HttpClientRequest.HttpClientRequest) =>
-      Effect.gen(function*() {
-        const response = yield* withIdleTimeout(
-          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${endpoint}: ${describeHttp(error)}`)),
-          "while waiting for the response headers"
-        )
-        if (response.status < 200 || response.status > 299) {
-          const read = Effect.orElseSucceed(response.text, () => "")
-          const text = Duration.isFinite(idle)
-            ? yield* Effect.map(Effect.timeoutOption(read, idle), Option.getOrElse(() => ""))
-            : yield* read
-          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-          return yield* Effect.fail(Failure.fromStatus({
-            provider,
-            status: response.status,
-            headers: response.headers,
-            body: text,
-            now,
-            apiKey: resolved.apiKey,
-            authHint: keyHint
-          }))
-        }
-        const [first, rest] = yield* Stream.peel(body(response), Sink.head<Uint8Array>())
-        return Option.match(first, {
-          onNone: () => Stream.empty,
-          onSome: (bytes) => Stream.concat(Stream.succeed(bytes), rest)
-        })
-      })
-
-    const schedule = resolved.retry.schedule.pipe(
-      Schedule.modifyDelay(({ duration, input }) => {
-        const wait = retryAfter(input)
-        return Effect.succeed(wait !== undefined && wait > Duration.toMillis(duration) ? Duration.millis(wait) : duration)
-      })
-    )
-    const maxRetryAfter = Duration.toMillis(resolved.retry.maxRetryAfter)
-    const retryable = (error: LlmError.LlmError) => {
-      if (!LlmError.isRetryable(error)) return false
-      const wait = retryAfter(error)
-      return wait === undefined || wait <= maxRetryAfter
-    }
-
-    const stream = (request: ModelRequest.ModelRequest) =>
-      Stream.unwrap(Effect.gen(function*() {
-        const override = yield* overrides(request)
-        const thinking = override.thinking ?? resolved.thinking
-        const text = RequestBody.encode(request, {
-          thinking,
-          reasoningEffort: override.reasoningEffort ?? resolved.reasoningEffort
-        })
-        const http = HttpClientRequest.post(endpoint).pipe(
-          HttpClientRequest.bearerToken(resolved.apiKey),
-          HttpClientRequest.setHeader("accept", "text/event-stream"),
-          HttpClientRequest.bodyText(text, "application/json")
-        )
-        const bytes = resolved.retry.times === 0
-          ? yield* open(http)
-          : yield* Effect.retry(open(http), { schedule, times: resolved.retry.times, while: retryable })
-        return Decoder.decode(bytes, { provider })
-      })).pipe(
-        // The decoder quotes what the server sent; a server (or a proxy) may echo the key.
-        Stream.mapError((error) => Failure.scrubError(error, resolved.apiKey))
-      )
-
-    return { name, models: resolved.models, stream }
-  })
+  Effect.flatMap(resolved(options), OpenAiCompat.fromSettings)
 
 /**
  * The adapter's Layer without an HTTP client: it requires `HttpClient` (any implementation:

@@ -1,21 +1,12 @@
 /**
  * The DeepSeek wire: the JSON DeepSeek's chat completions endpoint (`POST /chat/completions`,
- * OpenAI-compatible) takes and streams back.
- *
- * The request types are plain interfaces: the adapter builds request bodies itself, in a fixed
- * key order, so that one history always serializes to the same bytes (see `RequestBody`).
- * What comes back is untrusted input, so the stream chunk and the error body are Schemas,
- * decoded before anything reads them. They accept what OpenAI-compatible servers send besides
- * DeepSeek's own fields (`prompt_tokens_details.cached_tokens`, `null` for absent values), so
- * the decoder and the test fixtures serve other OpenAI-compatible adapters too.
+ * OpenAI-compatible) takes and streams back — `@dsh/openai`'s `Wire`, re-exported, which
+ * accepts DeepSeek's own fields (`reasoning_content`, `prompt_cache_hit_tokens`, `thinking`)
+ * besides the others'.
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
-
-// ---------------------------------------------------------------------------------------------
-// requests
-// ---------------------------------------------------------------------------------------------
+import { Wire } from "@dsh/openai"
 
 /**
  * A tool call as the assistant message of a request carries it.
@@ -23,11 +14,7 @@ import { Schema } from "effect"
  * @since 0.1.0
  * @category request
  */
-export interface ToolCall {
-  readonly id: string
-  readonly type: "function"
-  readonly function: { readonly name: string; readonly arguments: string }
-}
+export type ToolCall = Wire.ToolCall
 
 /**
  * A message of a request.
@@ -35,16 +22,7 @@ export interface ToolCall {
  * @since 0.1.0
  * @category request
  */
-export type Message =
-  | { readonly role: "system"; readonly content: string }
-  | { readonly role: "user"; readonly content: string }
-  | {
-    readonly role: "assistant"
-    readonly content: string
-    readonly reasoning_content?: string
-    readonly tool_calls?: ReadonlyArray<ToolCall>
-  }
-  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+export type Message = Wire.Message
 
 /**
  * A tool the model may call.
@@ -52,15 +30,7 @@ export type Message =
  * @since 0.1.0
  * @category request
  */
-export interface Tool {
-  readonly type: "function"
-  readonly function: {
-    readonly name: string
-    readonly description: string
-    readonly parameters: unknown
-    readonly strict?: boolean
-  }
-}
+export type Tool = Wire.Tool
 
 /**
  * How the model may use tools.
@@ -68,11 +38,7 @@ export interface Tool {
  * @since 0.1.0
  * @category request
  */
-export type ToolChoice =
-  | "auto"
-  | "none"
-  | "required"
-  | { readonly type: "function"; readonly function: { readonly name: string } }
+export type ToolChoice = Wire.ToolChoice
 
 /**
  * The body of `POST /chat/completions`.
@@ -80,52 +46,21 @@ export type ToolChoice =
  * @since 0.1.0
  * @category request
  */
-export interface ChatRequest {
-  readonly model: string
-  readonly messages: ReadonlyArray<Message>
-  readonly tools?: ReadonlyArray<Tool>
-  readonly tool_choice?: ToolChoice
-  readonly thinking?: { readonly type: "enabled" | "disabled" }
-  readonly reasoning_effort?: "high" | "max"
-  readonly temperature?: number
-  readonly max_tokens?: number
-  readonly stop?: ReadonlyArray<string>
-  readonly stream: true
-  readonly stream_options: { readonly include_usage: true }
-}
-
-// ---------------------------------------------------------------------------------------------
-// responses
-// ---------------------------------------------------------------------------------------------
-
-// Servers write `null` for absent values as often as they leave keys out.
-const optional = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
-
-const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+export type ChatRequest = Wire.ChatRequest
 
 /**
- * A fragment of a tool call inside a delta. `index` says which call it continues (some servers
- * leave it out, or give every call the same one); the id and name usually arrive once, the
- * arguments in fragments.
+ * A fragment of a tool call inside a delta.
  *
  * @since 0.1.0
  * @category response
  */
-export const ToolCallDelta = Schema.Struct({
-  index: optional(Count),
-  id: optional(Schema.String),
-  type: optional(Schema.String),
-  function: optional(Schema.Struct({
-    name: optional(Schema.String),
-    arguments: optional(Schema.String)
-  }))
-})
+export const ToolCallDelta = Wire.ToolCallDelta
 
 /**
  * @since 0.1.0
  * @category response
  */
-export type ToolCallDelta = typeof ToolCallDelta.Type
+export type ToolCallDelta = Wire.ToolCallDelta
 
 /**
  * What one chunk adds to a choice.
@@ -133,92 +68,68 @@ export type ToolCallDelta = typeof ToolCallDelta.Type
  * @since 0.1.0
  * @category response
  */
-export const Delta = Schema.Struct({
-  role: optional(Schema.String),
-  content: optional(Schema.String),
-  reasoning_content: optional(Schema.String),
-  tool_calls: optional(Schema.Array(ToolCallDelta))
-})
+export const Delta = Wire.Delta
 
 /**
  * @since 0.1.0
  * @category response
  */
-export type Delta = typeof Delta.Type
+export type Delta = Wire.Delta
 
 /**
- * @since 0.1.0
- * @category response
- */
-export const Choice = Schema.Struct({
-  index: Count,
-  delta: optional(Delta),
-  finish_reason: optional(Schema.String)
-})
-
-/**
- * Token counts. DeepSeek reports its prompt cache as `prompt_cache_hit_tokens` +
- * `prompt_cache_miss_tokens` (= `prompt_tokens`); OpenAI-compatible servers report hits as
- * `prompt_tokens_details.cached_tokens`.
+ * One choice of a chunk.
  *
  * @since 0.1.0
  * @category response
  */
-export const Usage = Schema.Struct({
-  prompt_tokens: Count,
-  completion_tokens: Count,
-  total_tokens: optional(Count),
-  prompt_cache_hit_tokens: optional(Count),
-  prompt_cache_miss_tokens: optional(Count),
-  prompt_tokens_details: optional(Schema.Struct({ cached_tokens: optional(Count) })),
-  completion_tokens_details: optional(Schema.Struct({ reasoning_tokens: optional(Count) }))
-})
+export const Choice = Wire.Choice
 
 /**
  * @since 0.1.0
  * @category response
  */
-export type Usage = typeof Usage.Type
+export type Choice = Wire.Choice
 
 /**
- * An error a server reports instead of an answer, in a body or inside the stream.
+ * Token counts (`prompt_cache_hit_tokens` + `prompt_cache_miss_tokens` = `prompt_tokens`).
  *
  * @since 0.1.0
  * @category response
  */
-export const ErrorDetail = Schema.Struct({
-  message: Schema.String,
-  type: optional(Schema.String),
-  code: optional(Schema.Union([Schema.String, Schema.Number]))
-})
+export const Usage = Wire.Usage
 
 /**
- * One `data:` payload of the stream. The final chunk of a response may carry only `usage`
- * (with `choices: []`); a server that fails mid-stream may send `{ "error": … }`. That error
- * is left unchecked: servers send an `ErrorDetail`, a bare string, a message that is not a
- * string, and each of them still means the server failed (`Failure.fromStreamError` reads
- * whatever it is), where refusing it as a malformed chunk would hide what the server said.
+ * @since 0.1.0
+ * @category response
+ */
+export type Usage = Wire.Usage
+
+/**
+ * An error a server reports instead of an answer.
  *
  * @since 0.1.0
  * @category response
  */
-export const ChatChunk = Schema.Struct({
-  id: optional(Schema.String),
-  choices: optional(Schema.Array(Choice)),
-  usage: optional(Usage),
-  error: optional(Schema.Unknown)
-})
+export const ErrorDetail = Wire.ErrorDetail
 
 /**
- * @since 0.1.0
- * @category response
- */
-export type ChatChunk = typeof ChatChunk.Type
-
-/**
- * The JSON body of an error response (`{ "error": { "message": … } }`).
+ * One `data:` payload of the stream.
  *
  * @since 0.1.0
  * @category response
  */
-export const ErrorBody = Schema.Struct({ error: ErrorDetail })
+export const ChatChunk = Wire.ChatChunk
+
+/**
+ * @since 0.1.0
+ * @category response
+ */
+export type ChatChunk = Wire.ChatChunk
+
+/**
+ * The JSON body of an error response.
+ *
+ * @since 0.1.0
+ * @category response
+ */
+export const ErrorBody = Wire.ErrorBody

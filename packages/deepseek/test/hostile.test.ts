@@ -111,7 +111,7 @@ const hostile: ReadonlyArray<Hostile> = [
   entry(
     "an error coded context_length_exceeded",
     [errorEvent({ message: "too long", type: "invalid_request_error", code: "context_length_exceeded" })],
-    fails("LLM_INVALID_REQUEST")
+    fails("LLM_CONTEXT_OVERFLOW", "too long", "LlmContextOverflowError")
   ),
   entry("an error carrying a catalog code", [errorEvent({ message: "relayed", code: "LLM_RATE_LIMIT" })], fails("LLM_RATE_LIMIT")),
   entry(

@@ -277,7 +277,7 @@ describe("Failure", () => {
       "LLM_SERVER",
       "LLM_AUTH",
       "LLM_AUTH",
-      "LLM_INVALID_REQUEST",
+      "LLM_CONTEXT_OVERFLOW",
       "LLM_TRANSPORT",
       "LLM_SERVER",
       "LLM_SERVER",

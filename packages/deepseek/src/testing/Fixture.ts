@@ -1,32 +1,12 @@
 /**
- * Wire fixtures: recorded-style HTTP responses of an OpenAI-compatible chat completions
- * endpoint, which {@link FakeServer} plays back over a real socket.
- *
- * A fixture is a status, headers and a list of **network writes**, each sent as its own
- * write (its own chunk of the chunked response), so a fixture decides where the network
- * splits the stream — inside a UTF-8 character, inside a JSON value, between `\r` and `\n`.
- * A write is:
- *
- * | write | sends |
- * |---|---|
- * | `"text"` | the text, as UTF-8 |
- * | `{ "data": <JSON> }` | one SSE event: `data: <compact JSON>\n\n` |
- * | `{ "bytes": [226, 130] }` | raw bytes (half a character, say) |
- * | `{ "stall": true }` | nothing more: the connection stays open until the client leaves |
- * | `{ "disconnect": true }` | drops the connection without ending the response |
- * | `{ "repeat": <write>, "everyMillis": 5 }` | the write forever, until the client leaves |
- *
- * A fixture may say what a conforming adapter makes of it (`expect`): the assembled content,
- * finish reason and usage, or the typed error. The fixtures under `fixtures/` (one JSON file
- * each, listed by {@link names}) cover the shapes every OpenAI-compatible adapter has to
- * handle; `packages/deepseek/test/fixtures.test.ts` runs all of them against the DeepSeek
- * adapter, and another adapter can do the same with its own expectations.
+ * Wire fixtures: `@dsh/openai/testing`'s `Fixture` (the format, the builders, the fixture
+ * files in the formats the servers use), with DeepSeek's own fixture files added to the ones
+ * {@link names} lists and {@link load} reads (a DeepSeek file hides a shared one of the same
+ * name).
  *
  * @since 0.1.0
  */
-import { Content, FinishReason, Usage } from "@dsh/llm"
-import { Schema } from "effect"
-import { readdirSync, readFileSync } from "node:fs"
+import { Fixture as Shared } from "@dsh/openai/testing"
 
 /**
  * What may be written verbatim, or repeated.
@@ -34,13 +14,13 @@ import { readdirSync, readFileSync } from "node:fs"
  * @since 0.1.0
  * @category schemas
  */
-export const Payload = Schema.Union([Schema.String, Schema.Struct({ data: Schema.Json })])
+export const Payload = Shared.Payload
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type Payload = typeof Payload.Type
+export type Payload = Shared.Payload
 
 /**
  * One network write, or a marker.
@@ -48,73 +28,47 @@ export type Payload = typeof Payload.Type
  * @since 0.1.0
  * @category schemas
  */
-export const Write = Schema.Union([
-  Schema.String,
-  Schema.Struct({ data: Schema.Json }),
-  Schema.Struct({ bytes: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 255 }))) }),
-  Schema.Struct({ stall: Schema.Literal(true) }),
-  Schema.Struct({ disconnect: Schema.Literal(true) }),
-  Schema.Struct({ repeat: Payload, everyMillis: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))) })
-])
+export const Write = Shared.Write
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type Write = typeof Write.Type
+export type Write = Shared.Write
 
 /**
- * What a conforming adapter makes of a fixture (answered alone, without retries): the
- * assembled answer, or the typed failure.
+ * What a conforming adapter makes of a fixture.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const Expect = Schema.Union([
-  Schema.Struct({
-    content: Schema.Array(Content.ContentBlock),
-    finish: FinishReason.FinishReason,
-    usage: Schema.optionalKey(Usage.Usage)
-  }),
-  Schema.Struct({
-    error: Schema.Struct({
-      tag: Schema.String,
-      code: Schema.String,
-      /** A part of the error's message. */
-      messageIncludes: Schema.optionalKey(Schema.String),
-      retryAfterMillis: Schema.optionalKey(Schema.Int)
-    })
-  })
-])
+export const Expect = Shared.Expect
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type Expect = typeof Expect.Type
+export type Expect = Shared.Expect
 
 /**
  * @since 0.1.0
  * @category schemas
  */
-export const Fixture = Schema.Struct({
-  /** What the fixture exercises. */
-  description: Schema.String,
-  /** The HTTP status (default 200). */
-  status: Schema.optionalKey(Schema.Int),
-  /** Response headers (default: `content-type: text/event-stream` for a 2xx, `application/json` otherwise). */
-  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  writes: Schema.Array(Write),
-  expect: Schema.optionalKey(Expect)
-})
+export const Fixture = Shared.Fixture
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type Fixture = typeof Fixture.Type
+export type Fixture = Shared.Fixture
 
-const encoder = new TextEncoder()
+/**
+ * What a conforming adapter with these quirks makes of a fixture.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const expectFor = Shared.expectFor
 
 /**
  * The text of a payload as written.
@@ -122,37 +76,23 @@ const encoder = new TextEncoder()
  * @since 0.1.0
  * @category encoding
  */
-export const payloadText = (payload: Payload): string =>
-  typeof payload === "string" ? payload : `data: ${JSON.stringify(payload.data)}\n\n`
+export const payloadText = Shared.payloadText
 
 /**
- * The bytes a write sends; `undefined` for the markers (`stall`, `disconnect`, `repeat`).
+ * The bytes a write sends; `undefined` for the markers.
  *
  * @since 0.1.0
  * @category encoding
  */
-export const writeBytes = (write: Write): Uint8Array | undefined => {
-  if (typeof write === "string") return encoder.encode(write)
-  if ("data" in write) return encoder.encode(payloadText(write))
-  if ("bytes" in write) return Uint8Array.from(write.bytes)
-  return undefined
-}
+export const writeBytes = Shared.writeBytes
 
 /**
- * The network writes of a fixture as bytes, markers left out (a `repeat` is written once).
- * What a decoding pipeline is fed to replay a fixture without a server.
+ * The network writes of a fixture as bytes, markers left out.
  *
  * @since 0.1.0
  * @category encoding
  */
-export const chunks = (fixture: Fixture): Array<Uint8Array> => {
-  const out: Array<Uint8Array> = []
-  for (const write of fixture.writes) {
-    const bytes = typeof write === "object" && "repeat" in write ? encoder.encode(payloadText(write.repeat)) : writeBytes(write)
-    if (bytes !== undefined) out.push(bytes)
-  }
-  return out
-}
+export const chunks = Shared.chunks
 
 /**
  * All the bytes of a fixture's body, concatenated.
@@ -160,20 +100,7 @@ export const chunks = (fixture: Fixture): Array<Uint8Array> => {
  * @since 0.1.0
  * @category encoding
  */
-export const body = (fixture: Fixture): Uint8Array => {
-  const parts = chunks(fixture)
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const part of parts) {
-    all.set(part, at)
-    at += part.length
-  }
-  return all
-}
-
-// ---------------------------------------------------------------------------------------------
-// builders
-// ---------------------------------------------------------------------------------------------
+export const body = Shared.body
 
 /**
  * A `data:` write.
@@ -181,7 +108,7 @@ export const body = (fixture: Fixture): Uint8Array => {
  * @since 0.1.0
  * @category builders
  */
-export const data = (json: Schema.Json): Write => ({ data: json })
+export const data = Shared.data
 
 /**
  * The `data: [DONE]` that ends a stream.
@@ -189,30 +116,15 @@ export const data = (json: Schema.Json): Write => ({ data: json })
  * @since 0.1.0
  * @category builders
  */
-export const done: Write = "data: [DONE]\n\n"
+export const done = Shared.done
 
 /**
- * A chat completion chunk as DeepSeek streams it: one choice with `delta` and
- * `finish_reason`, and `usage` when given (the OpenAI-compatible fields around it included).
+ * A chat completion chunk in DeepSeek's envelope.
  *
  * @since 0.1.0
  * @category builders
  */
-export const chunk = (
-  delta: { readonly [key: string]: Schema.Json },
-  options: { readonly finish?: string; readonly usage?: Schema.Json; readonly model?: string; readonly id?: string } = {}
-): Schema.Json => {
-  const value: { [key: string]: Schema.Json } = {
-    id: options.id ?? "chatcmpl-fixture",
-    object: "chat.completion.chunk",
-    created: 1767225600,
-    model: options.model ?? "deepseek-v4-flash",
-    system_fingerprint: "fp_fixture",
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: options.finish ?? null }]
-  }
-  if (options.usage !== undefined) value["usage"] = options.usage
-  return value
-}
+export const chunk = Shared.chunk
 
 /**
  * The usage-only chunk that ends a stream with `stream_options.include_usage`.
@@ -220,15 +132,7 @@ export const chunk = (
  * @since 0.1.0
  * @category builders
  */
-export const usageChunk = (usage: Schema.Json, options: { readonly model?: string; readonly id?: string } = {}): Schema.Json => ({
-  id: options.id ?? "chatcmpl-fixture",
-  object: "chat.completion.chunk",
-  created: 1767225600,
-  model: options.model ?? "deepseek-v4-flash",
-  system_fingerprint: "fp_fixture",
-  choices: [],
-  usage
-})
+export const usageChunk = Shared.usageChunk
 
 /**
  * DeepSeek's usage object: `prompt_tokens` = cache hits + misses.
@@ -236,40 +140,23 @@ export const usageChunk = (usage: Schema.Json, options: { readonly model?: strin
  * @since 0.1.0
  * @category builders
  */
-export const usage = (counts: {
-  readonly hit: number
-  readonly miss: number
-  readonly completion: number
-  readonly reasoning?: number
-}): Schema.Json => {
-  const value: { [key: string]: Schema.Json } = {
-    prompt_tokens: counts.hit + counts.miss,
-    completion_tokens: counts.completion,
-    total_tokens: counts.hit + counts.miss + counts.completion,
-    prompt_tokens_details: { cached_tokens: counts.hit },
-    prompt_cache_hit_tokens: counts.hit,
-    prompt_cache_miss_tokens: counts.miss
-  }
-  if (counts.reasoning !== undefined) value["completion_tokens_details"] = { reasoning_tokens: counts.reasoning }
-  return value
-}
+export const usage = Shared.usage
 
 /**
- * An error response: a status and a JSON error body (`{"error": {"message", "type", "code"}}`).
+ * OpenAI's usage object.
  *
  * @since 0.1.0
  * @category builders
  */
-export const errorResponse = (
-  status: number,
-  message: string,
-  options: { readonly headers?: Record<string, string>; readonly type?: string; readonly description?: string } = {}
-): Fixture => ({
-  description: options.description ?? `HTTP ${status}`,
-  status,
-  headers: { "content-type": "application/json", ...options.headers },
-  writes: [JSON.stringify({ error: { message, type: options.type ?? "invalid_request_error", param: null, code: null } })]
-})
+export const openAiUsage = Shared.openAiUsage
+
+/**
+ * An error response: a status and a JSON error body.
+ *
+ * @since 0.1.0
+ * @category builders
+ */
+export const errorResponse = Shared.errorResponse
 
 /**
  * A streamed answer whose text arrives in the given pieces, with usage and `[DONE]`.
@@ -277,57 +164,47 @@ export const errorResponse = (
  * @since 0.1.0
  * @category builders
  */
-export const text = (pieces: ReadonlyArray<string>, options: { readonly description?: string } = {}): Fixture => ({
-  description: options.description ?? `the text ${JSON.stringify(pieces.join(""))}`,
-  writes: [
-    data(chunk({ role: "assistant", content: "" })),
-    ...pieces.map((piece) => data(chunk({ content: piece }))),
-    data(chunk({ content: "" }, { finish: "stop" })),
-    data(usageChunk(usage({ hit: 0, miss: 10, completion: pieces.length }))),
-    done
-  ],
-  expect: {
-    content: [Content.text(pieces.join(""))],
-    finish: { kind: "stop", raw: "stop" },
-    usage: Usage.make({ inputTokens: 10, outputTokens: pieces.length })
-  }
-})
-
-// ---------------------------------------------------------------------------------------------
-// the fixture files
-// ---------------------------------------------------------------------------------------------
-
-const directory = new URL("./fixtures/", import.meta.url)
-
-const decodeFixture = Schema.decodeUnknownSync(Fixture)
+export const text = Shared.text
 
 /**
- * The names of the fixture files (without `.json`), sorted.
+ * Reads fixture files from directories.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Loader = Shared.Loader
+
+/**
+ * A loader over directories of fixture files.
  *
  * @since 0.1.0
  * @category files
  */
-export const names = (): ReadonlyArray<string> =>
-  readdirSync(directory).filter((file) => file.endsWith(".json")).map((file) => file.slice(0, -5)).sort()
+export const loader = Shared.loader
+
+/**
+ * The directory of DeepSeek's own fixture files.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const directory: URL = new URL("./fixtures/", import.meta.url)
+
+const files = Shared.loader(directory, Shared.directory)
+
+/**
+ * The names of the fixture files (DeepSeek's and the shared ones, without `.json`), sorted.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const names = (): ReadonlyArray<string> => files.names()
 
 /**
  * Reads and validates a fixture file. Throws (with the file's name) when it is missing or
- * malformed: fixtures are test data, and a broken one should stop the test that uses it.
+ * malformed.
  *
  * @since 0.1.0
  * @category files
  */
-export const load = (name: string): Fixture => {
-  const file = new URL(`${name}.json`, directory)
-  let text: string
-  try {
-    text = readFileSync(file, "utf8")
-  } catch (error) {
-    throw new Error(`no fixture "${name}" (known: ${names().join(", ")})`, { cause: error })
-  }
-  try {
-    return decodeFixture(JSON.parse(text))
-  } catch (error) {
-    throw new Error(`fixture "${name}" is malformed: ${(error as Error).message}`, { cause: error })
-  }
-}
+export const load = (name: string): Fixture => files.load(name)

@@ -1,14 +1,12 @@
 /**
- * Test kit for OpenAI-compatible adapters: wire fixtures (files and builders), a fake
- * `node:http` server that plays them back on 127.0.0.1 and records what it was sent, and a
- * generator of large realistic responses for benchmarks.
+ * Test kit for DeepSeek and other OpenAI-compatible adapters: `@dsh/openai/testing`'s fake
+ * server and synthetic responses, re-exported, and its wire fixtures together with DeepSeek's
+ * own (thinking mode's `reasoning_content`, `insufficient_system_resource`).
  *
  * @since 0.1.0
  */
 
 /** @since 0.1.0 */
-export * as FakeServer from "./FakeServer.ts"
+export { FakeServer, Synthetic } from "@dsh/openai/testing"
 /** @since 0.1.0 */
 export * as Fixture from "./Fixture.ts"
-/** @since 0.1.0 */
-export * as Synthetic from "./Synthetic.ts"

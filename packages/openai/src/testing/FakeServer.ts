@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { FakeServer, Fixture } from "@dsh/deepseek/testing"
+ * import { FakeServer, Fixture } from "@dsh/openai/testing"
  * import { Effect } from "effect"
  *
  * const program = Effect.gen(function*() {

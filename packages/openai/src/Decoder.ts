@@ -1,0 +1,267 @@
+/**
+ * Decoding: the bytes of a streamed response to dsh stream chunks, in one synchronous stage.
+ *
+ * bytes → UTF-8 text (a streaming `TextDecoder`, so a character split across network chunks
+ * is joined; invalid UTF-8 is an error, not a replacement character) → Server-Sent Events
+ * (`effect/encoding`'s SSE parser, `Sse.makeParser`: comment lines such as `: keep-alive` or
+ * `: OPENROUTER PROCESSING`, CRLF or CR line endings, multi-line `data:` fields, events split
+ * anywhere) → each event's `data` parsed as JSON and checked against the `Wire.ChatChunk`
+ * shape (`Wire.readChunk`) → the {@link Translate} state machine, with the quirks of the
+ * server's profile.
+ *
+ * It is the parser of `Sse.decode`, driven directly rather than through that channel, for two
+ * reasons: the channel fails the stream on a `retry:` field (which only concerns reconnecting
+ * `EventSource`s and is meaningless to a single POST), and one stage that does all the work
+ * per network read is cheaper than a pipeline of per-event stream stages (see
+ * `bench/decode.bench.ts`).
+ *
+ * The stream ends at `data: [DONE]`, without waiting for the server to close the connection.
+ * An error the server reports in the stream (an `event: error`, an `{"error": …}` payload, an
+ * error object in place of a chunk) fails with the `LlmError` its code means
+ * (`Failure.fromStreamError`; `LlmServerError` unless the code says otherwise). A body that
+ * ends without `[DONE]` fails with `LlmProtocolError` saying how far the response got — unless
+ * the profile's end of stream is lenient and a `finish_reason` arrived, which makes the answer
+ * complete. A body that is no event stream at all (an HTML page, a JSON document) says so.
+ * Everything else that goes wrong is an `LlmProtocolError`: `data` that is not JSON or not a
+ * chunk, invalid UTF-8, an event over the size limit, and what the translator refuses.
+ *
+ * Decoding is total: no input makes it throw or die, whatever its nesting, size or encoding
+ * (nothing recurses over a decoded value, every quoted piece of the response is cut short),
+ * and should some step throw anyway, the response fails with `LlmProtocolError`.
+ *
+ * @since 0.1.0
+ */
+import { HarnessError, LlmError, type StreamChunk } from "@dsh/llm"
+import { Array as Arr, Cause, Effect, Predicate, Pull, Stream } from "effect"
+import { Sse } from "effect/encoding"
+import { excerpt, fromStreamError, reported as reportedBody } from "./Failure.ts"
+import type * as Profile from "./Profile.ts"
+import * as Translate from "./Translate.ts"
+import * as Wire from "./Wire.ts"
+
+/**
+ * A decoder for one response. Not shared between fibers.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Decoder {
+  /** Decodes the next bytes of the body, appending the chunks they complete to `out`. */
+  readonly feed: (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
+  /**
+   * The body ended: a failure unless `[DONE]` was seen, or (lenient end of stream) a
+   * `finish_reason` was, in which case the last chunks (`usage`, `finish`) go to `out`.
+   */
+  readonly end: (out?: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
+  /** Whether the answer is complete: `[DONE]` was seen, or the body ended where a lenient end allows (what follows is ignored). */
+  readonly done: () => boolean
+}
+
+// What an `event: error` reports: the `error` of `{"error": …}`, any other JSON as it is, else
+// the text itself.
+const reported = (data: string): unknown => {
+  let json: unknown
+  try {
+    json = JSON.parse(data)
+  } catch {
+    return data
+  }
+  return Predicate.isObject(json) && json["error"] !== undefined && json["error"] !== null ? json["error"] : json
+}
+
+/**
+ * How much of the body is kept while no event has been parsed: enough to tell what a body
+ * that is no event stream is (an HTML page's title, a JSON error), never more.
+ */
+const headLength = 64 * 1024
+
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Names the server in error messages (default `"OpenAI-compatible server"`). */
+  readonly provider?: string
+  /** The server's quirks (the defaults of `Profile` when omitted). */
+  readonly quirks?: Profile.Quirks | Profile.ResolvedQuirks
+  /** The largest event, in UTF-16 code units (default 10 MiB, the SSE parser's). */
+  readonly maxEventSize?: number
+}
+
+/**
+ * Creates a decoder.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Decoder => {
+  const provider = options.provider ?? "OpenAI-compatible server"
+  const translator = Translate.make(options.quirks === undefined ? { provider } : { provider, quirks: options.quirks })
+  const text = new TextDecoder("utf-8", { fatal: true })
+  const events: Array<Sse.Event> = []
+  const parser = Sse.makeParser((event) => {
+    // `retry:` directives are for reconnecting EventSources; a POST has nothing to resume
+    if (event._tag === "Event") events.push(event)
+  }, options.maxEventSize === undefined ? undefined : { maxEventSize: options.maxEventSize })
+  let finished = false
+  let seen = 0
+  let head = ""
+
+  const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
+
+  const event = (ev: Sse.Event, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+    seen++
+    if (ev.data === "[DONE]") {
+      finished = true
+      return translator.done(out)
+    }
+    if (ev.event === "error") return fromStreamError(provider, reported(ev.data))
+    let json: unknown
+    try {
+      json = JSON.parse(ev.data)
+    } catch (error) {
+      return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(ev.data, 120))}`)
+    }
+    const read = Wire.readChunk(json)
+    if ("wrong" in read) {
+      return protocol(`an event is not a chat completion chunk (${excerpt(read.wrong, 300)}): ${JSON.stringify(excerpt(ev.data, 120))}`)
+    }
+    return translator.chunk(read.chunk, out)
+  }
+
+  const feedUnsafe = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+    let chunk: string
+    try {
+      chunk = text.decode(bytes, { stream: true })
+    } catch {
+      return protocol("the response is not valid UTF-8")
+    }
+    if (seen === 0 && head.length < headLength) head += chunk.slice(0, headLength - head.length)
+    const tooLarge = parser.feed(chunk)
+    if (tooLarge !== undefined) return protocol(tooLarge.message)
+    if (events.length === 0) return undefined
+    for (let i = 0; i < events.length; i++) {
+      const failure = event(events[i]!, out)
+      if (failure !== undefined || finished) {
+        events.length = 0
+        return failure
+      }
+    }
+    events.length = 0
+    return undefined
+  }
+
+  // A body without any event: say what it was instead, since that is what tells a user what
+  // to fix (an HTML page is a proxy or a wrong base URL; JSON is a server that ignored
+  // `stream: true`, or an error it sent with status 200).
+  const notAStream = (): LlmError.LlmError => {
+    const trimmed = head.trim()
+    if (trimmed === "") return protocol("the response ended without any event (an empty body)")
+    if (trimmed.startsWith("{")) {
+      let json: unknown
+      try {
+        json = JSON.parse(trimmed)
+      } catch {
+        json = undefined
+      }
+      const error = Predicate.isObject(json) ? json["error"] : undefined
+      if (error !== undefined && error !== null) return fromStreamError(provider, error)
+    }
+    const said = reportedBody(trimmed).message
+    const what = trimmed.startsWith("{") || trimmed.startsWith("[")
+      ? "is JSON, not an event stream (does the server ignore stream: true?)"
+      : "is not an event stream"
+    return protocol(`the response ${what}; it began: ${JSON.stringify(excerpt(said ?? trimmed, 200))}`)
+  }
+
+  const endUnsafe = (out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+    try {
+      text.decode()
+    } catch {
+      return protocol("the response ended inside a UTF-8 character")
+    }
+    if (seen === 0) return notAStream()
+    if (translator.endWithoutDone(out)) {
+      finished = true
+      return undefined
+    }
+    return protocol(
+      translator.finished()
+        ? `the response ended after its finish_reason but without [DONE] (${seen} events)`
+        : `the response ended without [DONE], cut short after ${seen} events`
+    )
+  }
+
+  // The server's bytes must never become a defect of the stream: should anything below throw
+  // on an input nobody foresaw, the response fails as a protocol error, and the decoder stays
+  // failed (its state is no longer trustworthy).
+  let broken: LlmError.LlmError | undefined
+  const guarded = (step: () => LlmError.LlmError | undefined): LlmError.LlmError | undefined => {
+    if (broken !== undefined) return broken
+    if (finished) return undefined
+    try {
+      return step()
+    } catch (thrown) {
+      broken = protocol(`decoding the response failed: ${HarnessError.describe(thrown)}`)
+      return broken
+    }
+  }
+
+  return {
+    feed: (bytes, out) => guarded(() => feedUnsafe(bytes, out)),
+    end: (out = []) => guarded(() => endUnsafe(out)),
+    done: () => finished
+  }
+}
+
+/**
+ * Decodes a byte stream into chunks. The output ends at `[DONE]` (the input is not pulled
+ * further, so its resources are released); an input that ends without it fails with
+ * `LlmProtocolError` (unless a lenient end of stream accepts it). The input's own failures
+ * pass through.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: Options = {}
+): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> =>
+  Stream.transformPull(bytes, (pull) =>
+    Effect.sync(() => {
+      const decoder = make(options)
+      // a failure found after some chunks of the same network read: those chunks go first
+      let failed: LlmError.LlmError | undefined
+      // the input's end, as a value: the decoder has the last word on it
+      const read = Pull.catchDone(pull, () => Effect.succeed(undefined))
+      const ended = (): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, LlmError.LlmError> => {
+        // fine after [DONE], a protocol failure before it (unless a lenient end accepts it,
+        // which may still emit the answer's usage and finish)
+        const out: Array<StreamChunk.StreamChunk> = []
+        const failure = decoder.end(out)
+        if (failure !== undefined) return Effect.fail(failure)
+        return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
+      }
+      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
+        () => {
+          if (failed !== undefined) return Effect.fail(failed)
+          if (decoder.done()) return Cause.done()
+          return Effect.flatMap(read, (arrays) => {
+            if (arrays === undefined) return ended()
+            const out: Array<StreamChunk.StreamChunk> = []
+            for (const chunk of arrays) {
+              const failure = decoder.feed(chunk, out)
+              if (failure !== undefined) {
+                if (out.length === 0) return Effect.fail(failure)
+                failed = failure
+                break
+              }
+            }
+            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
+          })
+        }
+      )
+      return next
+    }))
