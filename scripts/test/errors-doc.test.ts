@@ -2,6 +2,7 @@ import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { DeepSeekError } from "@dsh/deepseek"
+import { ConfigInvalidError } from "dsh"
 import { OpenAiError } from "@dsh/openai"
 import { FileErrors } from "@dsh/files"
 import { InvariantErrors } from "@dsh/invariants"
@@ -32,7 +33,8 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...DeepSeekError.classes,
   ...OpenAiError.classes,
   ...InvariantErrors.classes,
-  ...Replay.classes
+  ...Replay.classes,
+  ConfigInvalidError
 ]
 
 describe("docs/errors.md", () => {

@@ -36,3 +36,5 @@ export * from "@dsh/testing"
 export * from "@dsh/tools"
 /** @since 0.1.0 */
 export * as Dsh from "./Dsh.ts"
+/** @since 0.1.0 */
+export { ConfigInvalidError } from "./cli/ConfigInvalidError.ts"

@@ -1,0 +1,92 @@
+/**
+ * `dsh resume [<id>] [<prompt>]`: continues a persisted session, through
+ * `JsonlSessions.resume(id)` and `Dsh.agent({ session: { resume: session } })` — in chat, or for
+ * one headless turn when a prompt is given. What resuming repaired (a torn last line, a turn a
+ * crash left open) is printed on stderr.
+ *
+ * @since 0.1.0
+ */
+import { JsonlSessions, type SessionEvent } from "@dsh/session"
+import { Effect } from "effect"
+import * as Config from "./Config.ts"
+import * as Io from "./Io.ts"
+import * as Render from "./Render.ts"
+import * as Report from "./Report.ts"
+import * as Run from "./Run.ts"
+import * as Runtime from "./Runtime.ts"
+import * as Store from "./Store.ts"
+
+/**
+ * What `dsh resume` takes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Input {
+  readonly id: string | undefined
+  readonly prompt: string | undefined
+  readonly json: boolean
+  readonly flags: Config.Flags
+}
+
+/**
+ * The position of the first event a resume logged: the first of its `repairs.length` repair
+ * events, the last ones of the log (an older resume's repairs come before them).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const firstRepairIndex = (events: ReadonlyArray<SessionEvent.SessionEvent>, repairs: number): number => {
+  if (repairs <= 0) return events.length
+  let seen = 0
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (events[i]!.type !== "session/repair") continue
+    if (++seen === repairs) return i
+  }
+  return events.length
+}
+
+/**
+ * Resumes the session in the current scope and prints its repairs on stderr; returns the
+ * session and the position from which the resume logged.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const open = (id: string) =>
+  Effect.gen(function*() {
+    const io = yield* Io.Io
+    const jsonl = yield* JsonlSessions.JsonlSessions
+    const { repairs, session } = yield* jsonl.resume(id)
+    for (const repair of repairs) yield* io.err(`dsh: resume: ${Render.repair(repair)}\n`)
+    const events = yield* session.events
+    return { session, repairs, firstRepair: firstRepairIndex(events, repairs.length), end: events.length }
+  })
+
+/**
+ * `dsh resume`.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const command = (input: Input, env: Config.Environment) =>
+  Effect.gen(function*() {
+    const settings = yield* Config.load(input.flags, env)
+    const prompt = input.prompt === undefined ? undefined : yield* Run.readPrompt(input.prompt)
+    const directory = yield* Store.directoryOf(settings, "dsh resume")
+    const id = yield* Store.resolveId(directory, input.id).pipe(Report.reported({ configFile: settings.configFile }))
+    if (prompt === undefined) {
+      const Chat = yield* Effect.promise(() => import("./Chat.ts"))
+      return yield* Chat.command({ flags: input.flags, resume: id }, env)
+    }
+    const apiKey = yield* Config.apiKey(settings)
+    yield* Effect.gen(function*() {
+      const resumed = yield* open(id)
+      const agent = yield* Runtime.agent(settings, { resume: resumed.session })
+      yield* Run.turn(agent, prompt, { json: input.json, from: input.json ? resumed.firstRepair : resumed.end, session: id })
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Runtime.layer(settings, Runtime.model(settings, apiKey))),
+      Report.reported({ configFile: settings.configFile, baseUrl: settings.baseUrl, model: settings.model })
+    )
+  })

@@ -1,0 +1,85 @@
+/**
+ * The `dsh` command's main: parses the command line with `effect/cli`, runs the command on the
+ * Node platform (`NodeServices`: file system, path, stdio, terminal), and ends the process with
+ * the exit status the command ended with (see `Report`). Failures are reported in words with
+ * their catalog code; a usage error names what is wrong and where the help is.
+ *
+ * @since 0.1.0
+ */
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Cause, Effect, Layer } from "effect"
+import { CliConfig, CliError, CliOutput, Command, GlobalFlag } from "effect/cli"
+import { dsh } from "./Command.ts"
+import * as Io from "./Io.ts"
+import * as Report from "./Report.ts"
+import * as Runtime from "./Runtime.ts"
+
+/**
+ * The version `dsh --version` prints.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const version = "0.1.0"
+
+/** Usage errors on stderr, in the catalog's words; help on stdout. */
+const presenter = CliOutput.layerPresenter({
+  present: (event) => {
+    if (event._tag !== "InvalidInvocation") return CliOutput.defaultPresenter.present(event)
+    const messages = event.errors.map((error) => error.message.trim()).join("; ")
+    const help = `dsh ${event.commandPath.slice(1).join(" ")}`.trim() + " --help"
+    return Effect.sync(() => void process.stderr.write(`dsh: CONFIG_INVALID: ${messages}\n  see ${help}\n`))
+  }
+})
+
+const cliConfig = CliConfig.layer({ builtIns: [GlobalFlag.Help, GlobalFlag.Version, GlobalFlag.Completions] })
+
+/** The exit status of a command that failed outside any report of its own. */
+const statusOf = (cause: Cause.Cause<unknown>): Effect.Effect<Report.Status, never, Io.Io> =>
+  Effect.gen(function*() {
+    for (const reason of cause.reasons) {
+      if (!Cause.isFailReason(reason)) continue
+      if (Report.isExit(reason.error)) return reason.error.status
+      if (CliError.isCliError(reason.error) && reason.error._tag === "ShowHelp") {
+        return reason.error.errors.length > 0 ? Report.Status.usage : Report.Status.ok
+      }
+    }
+    const report = Report.ofCause(cause)
+    const io = yield* Io.Io
+    yield* io.err(Report.render(report))
+    if (process.env["DSH_DEBUG"] === "1") yield* io.err(`${Cause.pretty(cause)}\n`)
+    return report.status
+  })
+
+/**
+ * The command for an argument list, ending with its exit status.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const program = (argv: ReadonlyArray<string>): Effect.Effect<Report.Status> =>
+  Command.runWith(dsh, { version })(argv).pipe(
+    Effect.as<Report.Status>(Report.Status.ok),
+    Effect.catchCause(statusOf),
+    Effect.provide(Layer.mergeAll(Io.layer, presenter, cliConfig, Runtime.logger(process.env["DSH_DEBUG"] === "1"))),
+    Effect.provide(NodeServices.layer)
+  )
+
+/** Exits once what was written to stdout and stderr has left the process. */
+const exitWith = (status: number) => {
+  process.exitCode = status
+  process.stdout.write("", () => process.stderr.write("", () => process.exit(status)))
+}
+
+/**
+ * Runs the command for `process.argv` and exits with its status. SIGINT and SIGTERM end it
+ * (status 130) unless a command handles them (a headless turn aborts; chat reads Ctrl-C as a key).
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const main = (argv: ReadonlyArray<string> = process.argv.slice(2)): void => {
+  const fiber = Effect.runFork(program(argv))
+  Io.installSignals(() => fiber.interruptUnsafe())
+  fiber.addObserver((exit) => exitWith(exit._tag === "Success" ? exit.value : Report.Status.aborted))
+}
