@@ -32,6 +32,7 @@
  *
  * @since 0.1.0
  */
+import type { SessionEvent } from "@dsh/session"
 import { type ToolErrors, ToolRegistry } from "@dsh/tools"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -110,7 +111,7 @@ export const defaultIgnore: ReadonlyArray<string> = Tools.defaultIgnore
  * @since 0.1.0
  * @category events
  */
-export const Changed = Events.Changed
+export const Changed: SessionEvent.Definition<"files:changed", ChangedData> = Events.Changed
 
 /**
  * The data of a {@link Changed} event.

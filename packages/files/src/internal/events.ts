@@ -6,8 +6,20 @@ import { SessionEvent } from "@dsh/session"
 import { ToolContext } from "@dsh/tools"
 import { Effect, Option, Schema } from "effect"
 
+/** The data of a `files:changed` event. */
+export interface ChangedData {
+  /** The call that changed the file. */
+  readonly callId: string
+  readonly tool: "write" | "edit"
+  /** Root-relative, symbolic links resolved. */
+  readonly path: string
+  readonly change: "created" | "replaced" | "edited"
+  /** The file's size afterwards. */
+  readonly bytes: number
+}
+
 /** The `files:changed` extension event. */
-export const Changed = SessionEvent.define(
+export const Changed: SessionEvent.Definition<"files:changed", ChangedData> = SessionEvent.define(
   "files:changed",
   Schema.Struct({
     /** The call that changed the file. */
@@ -20,9 +32,6 @@ export const Changed = SessionEvent.define(
     bytes: Schema.Int
   })
 )
-
-/** The data of a `files:changed` event. */
-export type ChangedData = typeof Changed.data.Type
 
 /** Records a change in the session of the agent whose call made it (nothing outside an agent). */
 export const recordChange = (change: Omit<ChangedData, "callId">): Effect.Effect<void> =>
