@@ -27,7 +27,7 @@
  * @since 0.1.0
  */
 import { Content, History, type Ids, type Message } from "@dsh/llm"
-import type { SessionEvent } from "./SessionEvent.ts"
+import type { DataOf as SessionEventData, SessionEvent } from "./SessionEvent.ts"
 
 /**
  * The text of the synthetic result given to a tool call that never got one.
@@ -90,6 +90,25 @@ const message = (role: Message.Role, content: ReadonlyArray<Content.ContentBlock
 const toolResultMessage = (block: Content.ToolResultBlock): Message.Message =>
   message("user", Object.freeze([Object.freeze(block)]))
 
+/** The text of the message a summary compaction puts in place of what it summarizes. */
+export const summaryText = (summary: string): string =>
+  `<summary source="compaction">\nThe earlier part of this conversation, summarized:\n${summary}\n</summary>`
+
+const summaryMessage = (summary: string): Message.Message =>
+  message("user", Object.freeze([Object.freeze(Content.text(summaryText(summary)))]))
+
+/** The stub a prune puts in place of a tool result's content (the original stays in the log). */
+export const prunedText = (pruned: { readonly tool: string; readonly chars: number; readonly seq: number }): string =>
+  `[The result of tool "${pruned.tool}" (${pruned.chars} characters) was pruned to save context; the original is event ${pruned.seq} of the session log.]`
+
+const stubOf = (
+  original: Message.Message,
+  pruned: { readonly tool: string; readonly chars: number; readonly seq: number }
+): Content.ToolResultBlock => {
+  const block = original.content[0] as Content.ToolResultBlock
+  return Object.freeze({ ...block, content: Object.freeze([Object.freeze(Content.text(prunedText(pruned)))]) })
+}
+
 const noResult = (callId: Ids.CallId): Message.Message =>
   toolResultMessage({
     type: "tool-result",
@@ -116,6 +135,12 @@ export const make = (): Derivation => {
   const held: Array<Message.Message> = []
   let consumed = 0
   let cache: History.History | undefined
+  // where compactions may reach back to: the number of messages committed right after each
+  // turn/end (a summary replaces everything before one), and the index of the message each
+  // tool/result became (a prune stubs it)
+  let afterTurnEnd = new Map<number, number>()
+  let resultMessage = new Map<number, number>()
+  const count = () => committed.length + fresh.length
 
   const release = () => {
     for (const m of held) fresh.push(m)
@@ -158,17 +183,47 @@ export const make = (): Derivation => {
             isError: event.data.isError,
             error: event.data.error
           }
+        resultMessage.set(event.seq, count())
         fresh.push(toolResultMessage(block))
         if (awaiting.size === 0) release()
         return
       }
-      case "step/end":
       case "turn/end":
+        closeAwaiting()
+        afterTurnEnd.set(event.seq, count())
+        return
+      case "step/end":
       case "turn/start":
         return closeAwaiting()
+      case "compaction/applied":
+        return compact(event.data)
       default:
         return
     }
+  }
+
+  // A compaction rewrites what is already committed: the history is rebuilt (rare, and what
+  // it shrinks is the point), and the positions kept for later compactions move with it.
+  const compact = (compaction: SessionEventData<"compaction/applied">) => {
+    if (fresh.length > 0) {
+      committed = History.appendAll(committed, fresh)
+      fresh.length = 0
+    }
+    const messages = [...History.toArray(committed)]
+    if (compaction.kind === "prune") {
+      for (const pruned of compaction.results) {
+        const index = resultMessage.get(pruned.seq)
+        if (index !== undefined) messages[index] = toolResultMessage(stubOf(messages[index]!, pruned))
+      }
+      committed = History.fromIterable(messages)
+      return
+    }
+    const kept = afterTurnEnd.get(compaction.through)
+    if (kept === undefined) return
+    committed = History.fromIterable([summaryMessage(compaction.summary), ...messages.slice(kept)])
+    const shift = (index: number) => index - kept + 1
+    afterTurnEnd = new Map([...afterTurnEnd].filter(([seq]) => seq > compaction.through).map(([seq, n]) => [seq, shift(n)]))
+    resultMessage = new Map([...resultMessage].filter(([, n]) => n >= kept).map(([seq, n]) => [seq, shift(n)]))
   }
 
   return {
@@ -210,4 +265,39 @@ export const derive = (events: Iterable<SessionEvent>): History.History => {
   const derivation = make()
   derivation.feed(events)
   return derivation.messages()
+}
+
+/**
+ * What makes a history one a provider would refuse, if anything: a tool call not answered by
+ * the messages right after its assistant message, a result that answers no call awaiting one,
+ * or two calls of one message sharing an id. Empty when the history is provider-valid — which
+ * every derived history is (the invariants check it after every compaction).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const problems = (history: History.History): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  let awaiting: Array<Ids.CallId> = []
+  let index = 0
+  for (const message of history) {
+    const result = message.role === "user" && message.content.length === 1 && message.content[0]!.type === "tool-result"
+      ? message.content[0] as Content.ToolResultBlock
+      : undefined
+    if (result !== undefined) {
+      if (awaiting[0] !== result.toolCallId) out.push(`message ${index}: a result for ${result.toolCallId}, which is not the call awaiting one`)
+      else awaiting.shift()
+    } else {
+      if (awaiting.length > 0) out.push(`message ${index}: calls ${awaiting.join(", ")} are not answered before it`)
+      awaiting = []
+      if (message.role === "assistant") {
+        const ids = message.content.flatMap((block) => (block.type === "tool-call" ? [block.id] : []))
+        if (new Set(ids).size !== ids.length) out.push(`message ${index}: tool calls share an id`)
+        awaiting = ids
+      }
+    }
+    index++
+  }
+  if (awaiting.length > 0) out.push(`the history ends with calls ${awaiting.join(", ")} unanswered`)
+  return out
 }

@@ -79,6 +79,69 @@ export const Repair = Schema.Union([
 export type Repair = typeof Repair.Type
 
 /**
+ * Why a compaction ran: the next request would have passed the share of the context window the
+ * agent allows (`auto`), the agent was asked (`manual`), or the provider refused a request as
+ * too long (`overflow`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CompactionReason = Schema.Literals(["auto", "manual", "overflow"])
+
+/**
+ * A tool result a prune replaced by a stub: the `tool/result` event's seq, its call, its tool
+ * and its size in characters (the original stays in the log).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const PrunedResult = Schema.Struct({
+  seq: Schema.Int,
+  callId: Ids.CallId,
+  tool: Schema.String,
+  chars: Schema.Int
+})
+
+/**
+ * A compaction recorded in the log (derivation applies it; the events it stands for stay):
+ *
+ * - `summary`: every message derived from the events up to `through` (a `turn/end`'s seq) is
+ *   replaced by `summary`, written by `model`; `from` is the first seq the summary covers;
+ * - `prune`: the results of `results` are replaced by short stubs naming the tool, the size and
+ *   the seq of the original.
+ *
+ * `tokensBefore` and `tokensAfter` are the estimated sizes of the next request before and after.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Compaction = Schema.Union([
+  Schema.Struct({
+    kind: Schema.tag("summary"),
+    reason: CompactionReason,
+    from: Schema.Int,
+    through: Schema.Int,
+    summary: Schema.String,
+    model: Schema.String,
+    tokensBefore: Schema.Int,
+    tokensAfter: Schema.Int
+  }),
+  Schema.Struct({
+    kind: Schema.tag("prune"),
+    reason: CompactionReason,
+    results: Schema.Array(PrunedResult),
+    tokensBefore: Schema.Int,
+    tokensAfter: Schema.Int
+  })
+])
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Compaction = typeof Compaction.Type
+
+/**
  * What a model request asked for besides its messages (which are derived from the log): the
  * system prompt, the tools and the sampling options. `model/request` events carry it only
  * when it differs from the session's previous request, so a log records every prompt and tool
@@ -175,7 +238,14 @@ export const core = {
     /** The code the failure reported when it is not a catalog code (e.g. a provider's `upstream_overloaded`). */
     reportedCode: Schema.optionalKey(Schema.String)
   }),
-  "session/repair": Repair
+  "session/repair": Repair,
+  "compaction/applied": Compaction,
+  "compaction/failed": Schema.Struct({
+    kind: Schema.Literals(["summary", "prune"]),
+    reason: CompactionReason,
+    message: Schema.String,
+    code: Schema.String
+  })
 } as const
 
 /**

@@ -9,6 +9,8 @@
 /** @since 0.1.0 */
 export * as Closing from "./Closing.ts"
 /** @since 0.1.0 */
+export * as Compaction from "./Compaction.ts"
+/** @since 0.1.0 */
 export * as Derivation from "./Derivation.ts"
 /** @since 0.1.0 */
 export { FlushCheckpoint } from "./FlushCheckpoint.ts"

@@ -125,6 +125,15 @@ export const coreSamples = (): Array<CoreDraft> => [
   { type: "error", data: { message: "no turn", code: "INVARIANT" } },
   { type: "error", data: { turn: 1, step: 1, message: "overloaded", code: "LLM_SERVER", reportedCode: "upstream_overloaded" } },
   { type: "session/repair", data: { kind: "torn-tail", line: 12, bytes: 40, message: "cut" } },
+  {
+    type: "compaction/applied",
+    data: { kind: "summary", reason: "auto", from: 0, through: 10, summary: "we read a file", model: "m", tokensBefore: 900, tokensAfter: 100 }
+  },
+  {
+    type: "compaction/applied",
+    data: { kind: "prune", reason: "manual", results: [{ seq: 5, callId: c1, tool: "read", chars: 9000 }], tokensBefore: 3000, tokensAfter: 800 }
+  },
+  { type: "compaction/failed", data: { kind: "summary", reason: "overflow", message: "summarizer failed", code: "LLM_SERVER" } },
   { type: "session/repair", data: { kind: "interrupted-turn", turn: 7, step: 2, calls: 1, message: "crash" } },
   { type: "session/repair", data: { kind: "interrupted-turn", turn: 7, calls: 0, message: "crash before a step" } },
   { type: "agent/status", data: { agentId: Ids.agentId("agent-1"), status: "running" } },
