@@ -192,6 +192,11 @@ describe("matching commands", () => {
     expect(bash("(cd build && r\\m x)")).toBe("deny@0")
     expect(bash("echo ${x:-$(rm y)}")).toBe("deny@0")
     expect(bash("ls \\\n && rm x")).toBe("deny@0")
+    expect(bash("function clean { rm -rf build; }; clean")).toBe("deny@0")
+    expect(bash("eval rm -rf build")).toBe("deny@0")
+    expect(bash(`bash -c "ls && rm -rf build"`)).toBe("deny@0")
+    expect(bash(`sh -ec 'eval "sudo rm x"'`)).toBe("deny@0")
+    expect(bash(`bash -c`)).toBe("ask@default")
     expect(bash("echo 'rm is fine as text'")).toBe("allow@2")
     expect(bash("ls # ; rm x")).toBe("allow@2")
     expect(bash("npm publish --dry-run && ls")).toBe("ask@1")
@@ -199,6 +204,10 @@ describe("matching commands", () => {
 
   it("a line nested too deeply to read matches every restriction", () => {
     expect(bash(`echo ${"$(".repeat(100)}ls${")".repeat(100)}`)).toBe("deny@0")
+    // a shell running a line is a command of its own to an allow rule; deny rules follow it 8 levels deep
+    expect(bash(`bash -c "${"eval ".repeat(3)}ls"`)).toBe("ask@default")
+    expect(bash(`${"eval ".repeat(10)}ls`)).toBe("deny@0")
+    expect(bash("do eval ".repeat(20_000) + "ls")).toBe("deny@0")
     expect(decisionOf(build([{ decision: "allow", tool: "bash", command: "echo" }], "deny"), "bash", {
       command: `echo ${"$(".repeat(100)}`
     })).toBe("deny@default")

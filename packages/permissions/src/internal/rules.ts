@@ -186,34 +186,89 @@ const stringArgument = (args: Schema.Json, key: string): string | undefined => {
 // Words that come before the command they run: broad matching looks past them.
 const reserved = new Set(["!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time", "coproc"])
 const wrappers = new Set(["sudo", "doas", "env", "command", "builtin", "exec", "nohup", "nice", "xargs", "time"])
-
-/** The words of the command itself: past assignments, reserved words, and wrappers with their options. */
-const commandWords = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<Shell.Word> => {
-  let i = 0
-  while (i < words.length) {
-    const text = words[i]!.text
-    if (assignment.test(text) || reserved.has(text)) i++
-    else if (wrappers.has(text)) {
-      i++
-      while (i < words.length && words[i]!.text.startsWith("-")) i++
-    } else break
-  }
-  return words.slice(i)
-}
+const shells = new Set(["sh", "bash", "zsh", "dash", "ksh"])
 
 const basename = (word: string): string => word.slice(word.lastIndexOf("/") + 1)
 
 const fits = (pattern: CommandPattern, exact: boolean, count: number): boolean =>
   exact ? pattern.length === count : pattern.length <= count
 
-/** A deny or ask pattern: the command as written (past wrappers), `/bin/rm` as `rm`. */
-const matchesBroadly = (pattern: CommandPattern, exact: boolean, command: Shell.Command): boolean => {
-  const words = commandWords(command.words)
-  if (!fits(pattern, exact, words.length)) return false
-  return pattern.every((p, k) =>
-    Wildcard.matches(p, words[k]!.text) || (k === 0 && Wildcard.matches(p, basename(words[0]!.text)))
-  )
+/**
+ * Where the command itself starts, from each index: past assignments, reserved words, and
+ * wrappers with their options. Computed from the end, once per command, so a line of many
+ * reserved words costs no more than its length.
+ */
+const commandStarts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> => {
+  const next = new Array<number>(words.length + 1)
+  next[words.length] = words.length
+  for (let i = words.length - 1; i >= 0; i--) {
+    const text = words[i]!.text
+    if (assignment.test(text) || reserved.has(text)) next[i] = next[i + 1]!
+    else if (wrappers.has(text)) {
+      let j = i + 1
+      while (j < words.length && words[j]!.text.startsWith("-")) j++
+      next[i] = next[j]!
+    } else next[i] = i
+  }
+  return next
 }
+
+/** Where a command may start within a simple command: at its start, and after each reserved word. */
+const starts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> => {
+  const next = commandStarts(words)
+  const found = new Set([next[0]!])
+  words.forEach((word, k) => {
+    if (k > 0 && reserved.has(word.text)) found.add(next[k + 1]!)
+  })
+  return [...found]
+}
+
+/** The text a command runs as a shell line (`eval …`, `bash -c '…'`), if it is one of those. */
+const innerLine = (words: ReadonlyArray<Shell.Word>, from: number): string | undefined => {
+  const first = words[from]?.text
+  if (first === "eval") return words.slice(from + 1).map((w) => w.text).join(" ")
+  if (first === undefined || !shells.has(basename(first))) return undefined
+  let i = from + 1
+  let script = false
+  while (i < words.length && words[i]!.text.startsWith("-")) {
+    if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(words[i]!.text)) script = true
+    i++
+  }
+  return script ? words[i]?.text : undefined
+}
+
+const startsWith = (pattern: CommandPattern, exact: boolean, words: ReadonlyArray<Shell.Word>, from: number): boolean =>
+  fits(pattern, exact, words.length - from) &&
+  pattern.every((p, k) =>
+    Wildcard.matches(p, words[from + k]!.text) || (k === 0 && Wildcard.matches(p, basename(words[from]!.text)))
+  )
+
+/** How deeply `eval` and `sh -c` are followed, and how much text they may add, before a line is unreadable. */
+const maxShellDepth = 8
+const maxInnerText = 1_000_000
+
+/**
+ * A deny or ask pattern: any command of the line as written, past wrappers and reserved words,
+ * `/bin/rm` as `rm`, and into the lines `eval` and `sh -c` run. What the policy cannot read
+ * could be anything, so a restriction applies to it.
+ */
+const matchesLineBroadly = (
+  patterns: ReadonlyArray<CommandPattern>,
+  exact: boolean,
+  line: Shell.Line,
+  depth: number,
+  budget: { left: number }
+): boolean =>
+  line.unreadable || line.commands.some(({ words }) =>
+    starts(words).some((from) => {
+      if (patterns.some((p) => startsWith(p, exact, words, from))) return true
+      const inner = innerLine(words, from)
+      if (inner === undefined) return false
+      budget.left -= inner.length
+      if (depth >= maxShellDepth || budget.left < 0) return true
+      return matchesLineBroadly(patterns, exact, Shell.parse(inner), depth + 1, budget)
+    })
+  )
 
 /** An allow pattern: only a command that means exactly its words, and writes no file. */
 const matchesStrictly = (pattern: CommandPattern, exact: boolean, command: Shell.Command): boolean => {
@@ -230,8 +285,7 @@ const matchesCommand = (compiled: Compiled, patterns: ReadonlyArray<CommandPatte
     return !line.substitutions && !line.unreadable && line.commands.length > 0 &&
       line.commands.every((c) => patterns.some((p) => matchesStrictly(p, exact, c)))
   }
-  // what the policy cannot read could be anything, so a restriction applies to it
-  return line.unreadable || line.commands.some((c) => patterns.some((p) => matchesBroadly(p, exact, c)))
+  return matchesLineBroadly(patterns, exact, line, 0, { left: maxInnerText })
 }
 
 /** Whether a rule whose names match also matches the call's (parsed) arguments. */
