@@ -78,5 +78,10 @@ export const reporter: Effect.Effect<Reporter, never, Scope.Scope> = Effect.gen(
 export const reportTo = (reporter: Reporter, command: string): string =>
   `{ ${command}; } > /dev/tcp/127.0.0.1/${reporter.port}`
 
+/** `command` (a bash list), its output both kept as the command's and copied to the reporter. */
+export const copyTo = (reporter: Reporter, command: string): string =>
+  // tee writes its standard output before the copy: what the reporter got, the command's output has
+  `{ ${command}; } | tee >(cat > /dev/tcp/127.0.0.1/${reporter.port})`
+
 /** A shell whose background grandchild (`sleep 1000`) it waits for, reporting the grandchild's pid. */
 export const grandchild = "sh -c 'sleep 1000 & echo $!; wait'"

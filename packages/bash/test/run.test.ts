@@ -6,9 +6,10 @@
 import { Bash, BashLocal } from "@dsh/bash"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { grandchild, isGone, reporter, reportTo, tempDir } from "./helpers.ts"
+import { copyTo, grandchild, isGone, reporter, reportTo, tempDir } from "./helpers.ts"
 
 const run = (options: Bash.RunOptions) => Bash.Bash.use((bash) => bash.run(options))
 
@@ -90,21 +91,34 @@ describe("Bash.run", () => {
       expect(isGone(Number(result.output.text.trim()))).toBe(true)
     }).pipe(Effect.provide(BashLocal.layer)))
 
-  it.live("a timeout kills the whole group, then fails with TOOL_TIMEOUT holding the output so far", () =>
+  it.effect("a timeout kills the whole group, then fails with TOOL_TIMEOUT holding the output so far", () =>
     Effect.gen(function*() {
-      const error = yield* run({ command: grandchild, timeout: "1 second" }).pipe(Effect.flip)
+      const report = yield* reporter
+      const running = yield* Effect.forkChild(run({ command: copyTo(report, grandchild), timeout: "1 minute" }), {
+        startImmediately: true
+      })
+      const pid = Number(yield* report.line)
+      yield* TestClock.adjust("1 minute")
+      const error = yield* Effect.flip(Fiber.join(running))
       expect(error._tag).toBe("ToolTimeoutError")
       expect(error.code).toBe("TOOL_TIMEOUT")
-      expect(error).toMatchObject({ tool: "bash", timeoutMillis: 1000 })
-      const pid = Number(/output until then:\n(\d+)/.exec(error.message)?.[1])
-      expect(pid).toBeGreaterThan(0)
+      expect(error).toMatchObject({ tool: "bash", timeoutMillis: 60_000 })
+      // what the command wrote before it was stopped is read to the end, after the kill
+      expect(error.message).toBe(
+        `The command timed out after 1m and was stopped (its process group was killed). Its output until then:\n${pid}\n`
+      )
       expect(isGone(pid)).toBe(true)
     }).pipe(Effect.provide(BashLocal.layer)))
 
-  it.live("a timeout longer than the layer's maximum is cut to it", () =>
+  it.effect("a timeout longer than the layer's maximum is cut to it", () =>
     Effect.gen(function*() {
-      const error = yield* run({ command: grandchild, timeout: "1 hour" }).pipe(Effect.flip)
-      expect(error).toMatchObject({ code: "TOOL_TIMEOUT", timeoutMillis: 500 })
+      const report = yield* reporter
+      const running = yield* Effect.forkChild(run({ command: copyTo(report, grandchild), timeout: "1 hour" }), {
+        startImmediately: true
+      })
+      yield* report.line
+      yield* TestClock.adjust("500 millis")
+      expect(yield* Effect.flip(Fiber.join(running))).toMatchObject({ code: "TOOL_TIMEOUT", timeoutMillis: 500 })
     }).pipe(Effect.provide(BashLocal.layerWith({ maxTimeout: "500 millis" }))))
 
   it.live("an interruption kills the whole group before it returns", () =>
