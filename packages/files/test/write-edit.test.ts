@@ -22,8 +22,13 @@ describe("write", () => {
         expect((yield* run("write", { path: "notes/empty.txt", content: "" })).text).toBe(
           `Created "notes/empty.txt": 0 bytes, 0 lines`
         )
+        const deep = "a/b/c/d/e/f/g/h/i/j/k/l"
+        expect((yield* run("write", { path: `${deep}/deep.txt`, content: "x" })).text).toMatch(
+          /^Created "a\/b\/c\/d\/e\/f\/g\/h\/i\/j\/k\/l\/deep.txt": 1 byte, 1 line\nCreated the directories "a", "a\/b", /
+        )
       }).pipe(Effect.provide(filesLayer(root)))
       expect(content(root, "notes/2026/todo.md")).toBe("# Todo\n- buy milk\n")
+      expect(content(root, "a/b/c/d/e/f/g/h/i/j/k/l/deep.txt")).toBe("x")
       // nothing but the file: the temporary file was renamed, not left behind
       expect(readdirSync(join(root, "notes/2026"))).toStrictEqual(["todo.md"])
     }).pipe(Effect.scoped))

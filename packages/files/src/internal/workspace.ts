@@ -226,6 +226,41 @@ export interface ResolveOptions {
   readonly createDirectories?: Array<ReadonlyArray<string>> | undefined
 }
 
+/** How many times a component that changed while it was looked at is looked at again. */
+const maxRetries = 8
+
+/**
+ * What a symbolic link at `name` in `parent` leads to: the root-relative components of its
+ * target (an `Escape` when they leave the root), or `undefined` when it is no longer a link
+ * (it changed since the open that found it): look again.
+ */
+const readLink = (
+  ws: Workspace,
+  parent: Dir,
+  name: string
+): Effect.Effect<Array<string> | undefined, Escape | SystemFailure> =>
+  ws.fs.readLink(childPath(parent, name)).pipe(
+    Effect.mapError(failure),
+    Effect.flatMap((target) => {
+      const next = linkTarget(ws, parent.rel, target)
+      return next === undefined
+        ? Effect.fail(new Escape({ link: shownRel([...parent.rel, name]), target }))
+        : Effect.succeed(next)
+    }),
+    Effect.catchIf(
+      (e): e is SystemFailure => e instanceof SystemFailure && (e.systemCode === "EINVAL" || e.systemCode === "ENOENT"),
+      () => Effect.succeed(undefined)
+    )
+  )
+
+/** Creates the directory `name` in `parent`; one created meanwhile by someone else will do. */
+const makeDirectory = (ws: Workspace, parent: Dir, name: string): Effect.Effect<boolean, SystemFailure> =>
+  ws.fs.makeDirectory(childPath(parent, name)).pipe(
+    Effect.as(true),
+    Effect.mapError(failure),
+    Effect.catchIf((e) => e.systemCode === "EEXIST", () => Effect.succeed(false))
+  )
+
 /**
  * Resolves root-relative components (from {@link locate}) to what they name, following the
  * symbolic links that stay under the root and refusing those that leave it. The entry's
@@ -240,59 +275,59 @@ export const resolve = (
     let chain: Array<Dir> = [ws.rootDir]
     const pending = [...components]
     let links = 0
+    let retries = 0
+    const made = new Set<string>()
+    const again = (name: string) => {
+      pending.unshift(name)
+      return ++retries <= maxRetries ? Effect.void : Effect.fail(systemFailure("EAGAIN"))
+    }
     while (pending.length > 0) {
       const name = pending.shift()!
       const parent = chain[chain.length - 1]!
       const last = pending.length === 0
       const opened = yield* Effect.result(openChild(ws, chain, name))
-      if (opened._tag === "Failure") {
-        const cause = opened.failure
-        if (cause._tag === "Replaced") return yield* cause
-        // O_NOFOLLOW on a symbolic link: ELOOP (Linux, macOS), EMLINK (FreeBSD)
-        if (cause.systemCode === "ELOOP" || cause.systemCode === "EMLINK") {
-          // a symbolic link, or something that stopped being one since: read it to know
-          const target = yield* Effect.result(ws.fs.readLink(childPath(parent, name)))
-          if (++links > maxLinks) return yield* systemFailure("ELOOP")
-          if (target._tag === "Failure") {
-            const code = failure(target.failure).systemCode
-            // not a link (any more): look again
-            if (code === "EINVAL" || code === "ENOENT") {
-              pending.unshift(name)
-              continue
-            }
-            return yield* failure(target.failure)
-          }
-          const next = linkTarget(ws, parent.rel, target.success)
-          if (next === undefined) {
-            return yield* new Escape({ link: shownRel([...parent.rel, name]), target: target.success })
-          }
-          chain = [ws.rootDir]
-          pending.unshift(...next)
+      if (opened._tag === "Success") {
+        const { handle, stat } = opened.success
+        if (stat.type === "Directory") {
+          chain = [...chain, dirOf(ws, parent, name, handle, stat)]
           continue
         }
-        if (cause.systemCode === "ENOENT") {
-          if (last) return { _tag: "Missing", chain, name } satisfies Entry
-          if (options.createDirectories !== undefined) {
-            const made = yield* Effect.result(ws.fs.makeDirectory(childPath(parent, name)))
-            if (made._tag === "Failure" && failure(made.failure).systemCode !== "EEXIST") {
-              return yield* failure(made.failure)
-            }
-            if (made._tag === "Success") options.createDirectories.push([...parent.rel, name])
-            pending.unshift(name)
-            continue
-          }
-        }
-        return yield* cause
+        if (!last) return yield* systemFailure("ENOTDIR")
+        return stat.type === "File"
+          ? { _tag: "File", chain, name, handle, stat } satisfies Entry
+          : { _tag: "Other", chain, name } satisfies Entry
       }
-      const { handle, stat } = opened.success
-      if (stat.type === "Directory") {
-        chain = [...chain, dirOf(ws, parent, name, handle, stat)]
+      const cause = opened.failure
+      if (cause._tag === "Replaced") return yield* cause
+      // O_NOFOLLOW on a symbolic link: ELOOP (Linux, macOS), EMLINK (FreeBSD)
+      if (cause.systemCode === "ELOOP" || cause.systemCode === "EMLINK") {
+        if (++links > maxLinks) return yield* systemFailure("ELOOP")
+        const next = yield* readLink(ws, parent, name)
+        if (next === undefined) {
+          yield* again(name)
+          continue
+        }
+        // the target's components are root-relative: walk them from the root
+        chain = [ws.rootDir]
+        pending.unshift(...next)
         continue
       }
-      if (!last) return yield* systemFailure("ENOTDIR")
-      return stat.type === "File"
-        ? { _tag: "File", chain, name, handle, stat } satisfies Entry
-        : { _tag: "Other", chain, name } satisfies Entry
+      if (cause.systemCode === "ENOENT" && last) return { _tag: "Missing", chain, name } satisfies Entry
+      if (cause.systemCode === "ENOENT" && options.createDirectories !== undefined) {
+        const at = [...parent.rel, name]
+        const key = at.join("/")
+        if (made.has(key)) {
+          // made, and gone again before it could be opened
+          yield* again(name)
+          continue
+        }
+        made.add(key)
+        if (yield* makeDirectory(ws, parent, name)) options.createDirectories.push(at)
+        // then opened like any other component: what is there now may not be what was made
+        pending.unshift(name)
+        continue
+      }
+      return yield* cause
     }
     return { _tag: "Directory", chain } satisfies Entry
   })
