@@ -135,8 +135,12 @@ describe("edit", () => {
           `Edited "greet.js": 1 replacement (line 1)\n@@ -1,3 +1,2 @@\n-function greet(name) {\n-  return 'hi ' + name\n-}\n` +
             "+const greet = (name) =>\n+  'hi ' + name"
         )
+        // deleting whole lines shows them removed and nothing added
+        expect((yield* run("edit", { path: "greet.js", old: "\nconsole.log(greet('world'))\n", new: "" })).text).toBe(
+          `Edited "greet.js": 1 replacement (line 3)\n@@ -3,2 +3,0 @@\n-\n-console.log(greet('world'))`
+        )
       }).pipe(Effect.provide(filesLayer(root)))
-      expect(content(root, "greet.js")).toBe("const greet = (name) =>\n  'hi ' + name\n\nconsole.log(greet('world'))\n")
+      expect(content(root, "greet.js")).toBe("const greet = (name) =>\n  'hi ' + name\n")
     }).pipe(Effect.scoped))
 
   it.effect("old text that does not occur is EDIT_NOT_FOUND, with the closest line when there is one", () =>

@@ -107,6 +107,10 @@ const touched = (text: string, from: number, to: number): Array<string> => {
   return text.slice(start, endsLine ? to - 1 : next < 0 ? text.length : next).split("\n").map(withoutCr)
 }
 
+/** Whether the characters from `from` to `to` are whole lines, their line breaks included. */
+const wholeLines = (text: string, from: number, to: number): boolean =>
+  (from === 0 || text[from - 1] === "\n") && to > from && text[to - 1] === "\n"
+
 const side = (sign: string, lines: ReadonlyArray<string>): Array<string> => {
   const shown = lines.slice(0, linesPerSide).map((line) => `${sign}${cutLine(line, diffLineLength)}`)
   return lines.length > linesPerSide ? [...shown, `${sign}… ${lines.length - linesPerSide} more lines`] : shown
@@ -121,7 +125,10 @@ export const diff = (before: string, after: string, r: Replacement): string => {
   const newLines = linesAt(after, newAt)
   const hunks = shownAt.map((at, i) => {
     const removed = touched(before, at, at + r.old.length)
-    const added = touched(after, newAt[i]!, newAt[i]! + r.new.length)
+    // whole lines deleted leave no line behind to show as added
+    const added = r.new === "" && wholeLines(before, at, at + r.old.length)
+      ? []
+      : touched(after, newAt[i]!, newAt[i]! + r.new.length)
     return [
       `@@ -${oldLines[i]},${removed.length} +${newLines[i]},${added.length} @@`,
       ...side("-", removed),
