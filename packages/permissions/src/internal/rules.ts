@@ -277,8 +277,19 @@ const matchesStrictly = (pattern: CommandPattern, exact: boolean, command: Shell
   return pattern.every((p, k) => Shell.isLiteral(words[k]!) && Wildcard.matches(p, words[k]!.text))
 }
 
+// The rules of a policy are tried one after another on the same call: its line is read once.
+let lastText: string | undefined
+let lastLine: Shell.Line | undefined
+const parseLine = (text: string): Shell.Line => {
+  if (text !== lastText || lastLine === undefined) {
+    lastLine = Shell.parse(text)
+    lastText = text
+  }
+  return lastLine
+}
+
 const matchesCommand = (compiled: Compiled, patterns: ReadonlyArray<CommandPattern>, text: string): boolean => {
-  const line = Shell.parse(text)
+  const line = parseLine(text)
   const exact = compiled.rule.exact === true
   if (compiled.rule.decision === "allow") {
     // every command the line runs must be one the rule allows, and all of them must be visible
