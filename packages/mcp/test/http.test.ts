@@ -7,7 +7,7 @@ import { Content, Ids } from "@dsh/llm"
 import { Mcp, McpNames, McpServers } from "@dsh/mcp"
 import { ToolRegistry, ToolResult } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Logger, Scope } from "effect"
 import { makeHang, makeStats, png, startServer } from "./fixtures.ts"
 
 const call = (name: string, args: unknown, id = "c1") =>
@@ -163,6 +163,8 @@ describe("a hostile MCP server", () => {
   it.live("schemas nested too deep or too large are refused with their reasons; names are made valid and distinct", () =>
     Effect.gen(function*() {
       const { url } = yield* hostile
+      const logs: Array<string> = []
+      const logger = Logger.make((options) => void logs.push([options.message].flat().join(" ")))
       yield* Effect.gen(function*() {
         const registry = yield* ToolRegistry
         const names = yield* registry.names
@@ -186,12 +188,19 @@ describe("a hostile MCP server", () => {
           { mcpName: "huge", reason: "its input schema is 200071 bytes of JSON, more than the limit of 65536" },
           { mcpName: "twice", reason: "the server lists a tool of this name twice" }
         ])
+        // each refusal is logged with its reason
+        expect(logs.filter((l) => l.includes("is not registered"))).toStrictEqual([
+          'dsh: MCP server "evil": the tool "deep" is not registered: its input schema nests deeper than 64 levels',
+          'dsh: MCP server "evil": the tool "deep-array" is not registered: its input schema nests deeper than 64 levels',
+          'dsh: MCP server "evil": the tool "huge" is not registered: its input schema is 200071 bytes of JSON, more than the limit of 65536',
+          'dsh: MCP server "evil": the tool "twice" is not registered: the server lists a tool of this name twice'
+        ])
         // what reaches prompt assembly is small and serializes
         expect(JSON.stringify(yield* registry.schemas()).length).toBeLessThan(4000)
         // the renamed tools reach the server under their own names
         expect(ToolResult.textOf(yield* call(names[0]!, {}))).toBe("called files.read")
         expect(ToolResult.textOf(yield* call(names[3]!, {}))).toBe(`called ${"long".repeat(30)}`)
-      }).pipe(Effect.provide(withMcp({ servers: { evil: { url } } })))
+      }).pipe(Effect.provide(withMcp({ servers: { evil: { url } } }).pipe(Layer.provide(Logger.layer([logger])))))
     }).pipe(Effect.scoped))
 
   it.live("a malformed answer is MCP_PROTOCOL and the next call reconnects; a JSON-RPC error is MCP_SERVER", () =>

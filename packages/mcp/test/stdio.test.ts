@@ -9,6 +9,7 @@ import { Mcp, McpServers, McpStatus } from "@dsh/mcp"
 import { ToolRegistry, ToolResult } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, Redacted, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { everything, filesystem, isAlive, whenReading, workspace } from "./fixtures.ts"
 
 const call = (name: string, args: unknown, id = "c1") =>
@@ -184,6 +185,24 @@ describe("MCP over stdio: the filesystem reference server", () => {
         yield* closeWriter
         expect(yield* status("fs")).toMatchObject({ state: "connected", restarts: 0 })
       }).pipe(Effect.provide(withMcp({ servers: { fs: filesystem(dir) } })))
+    }))
+
+  it.effect("a call that outlives the server's timeout is TOOL_TIMEOUT; the server is told, the connection stays", () =>
+    Effect.gen(function*() {
+      const { dir, fifo, notes } = workspace()
+      yield* Effect.gen(function*() {
+        const pending = yield* call("fs__read_text_file", { path: fifo }).pipe(Effect.forkChild({ startImmediately: true }))
+        const closeWriter = yield* whenReading(fifo)
+        yield* TestClock.adjust("30 seconds")
+        const timedOut = yield* Fiber.join(pending)
+        yield* closeWriter
+        expect([timedOut.error?.code, ToolResult.textOf(timedOut)]).toStrictEqual([
+          "TOOL_TIMEOUT",
+          'Tool "fs__read_text_file" timed out after 30s and was stopped'
+        ])
+        expect(ToolResult.textOf(yield* call("fs__read_text_file", { path: notes }))).toBe("buy milk\n")
+        expect(yield* status("fs")).toMatchObject({ state: "connected", restarts: 0 })
+      }).pipe(Effect.provide(withMcp({ servers: { fs: { ...filesystem(dir), timeout: "30 seconds" } } })))
     }))
 
   it.live("two servers side by side, each under its own prefix", () =>
