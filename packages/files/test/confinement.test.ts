@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type FileSystem, type Layer } from "effect"
+import { spawn } from "node:child_process"
 import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { adversary, codeOf, execute, modeLayer, populate, systemMode, tempDir, textOf } from "./fixtures.ts"
@@ -284,5 +285,54 @@ describe.runIf(existsSync("/proc/self/fd"))("confinement mode", () => {
     Effect.gen(function*() {
       const { root } = yield* setup
       expect(yield* systemMode(root)).toBe("descriptor")
+    }).pipe(Effect.scoped))
+})
+
+// The flipper: swaps `sub` between the directory and a link outside, `count` times, as fast as
+// it can, then exits. Run as a separate process, so its system calls interleave with ours.
+const flipper = `
+const { renameSync, symlinkSync, unlinkSync } = require("node:fs")
+const [root, outside, count] = process.argv.slice(1)
+process.stdout.write("flipping\\n")
+for (let i = 0; i < Number(count); i++) {
+  renameSync(root + "/sub", root + "/sub.real")
+  symlinkSync(outside, root + "/sub")
+  unlinkSync(root + "/sub")
+  renameSync(root + "/sub.real", root + "/sub")
+}
+`
+
+describe.runIf(existsSync("/proc/self/fd"))("confinement (descriptor mode) under a concurrent adversary", () => {
+  it.effect("reads and searches while another process flips a directory and a link never see outside", () =>
+    Effect.gen(function*() {
+      const { outside, root } = yield* setup
+      const child = spawn(process.execPath, ["-e", flipper, root, outside, "20000"], { stdio: ["ignore", "pipe", "inherit"] })
+      let exited = false
+      const started = new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
+      const exit = new Promise<number | null>((resolve) =>
+        child.on("exit", (code) => {
+          exited = true
+          resolve(code)
+        })
+      )
+      // start once the flipping has
+      yield* Effect.promise(() => started)
+      const codes = new Set<string>()
+      let calls = 0
+      yield* Effect.gen(function*() {
+        while (!exited) {
+          for (const [name, args] of [["read", { path: "sub/f.txt" }], ["search", { pattern: "TOKEN" }]] as const) {
+            const result = yield* run(name, args)
+            calls++
+            codes.add(result.code)
+            expect(result.text).not.toContain("SECRET")
+          }
+        }
+      }).pipe(Effect.provide(modeLayer(root, { descriptors: true })))
+      expect(yield* Effect.promise(() => exit)).toBe(0)
+      expect(calls).toBeGreaterThan(0)
+      // what a call may meet mid-flip: the directory, the link (refused), or neither
+      expect([...codes].filter((c) => !["ok", "TOOL_DENIED", "FILE_NOT_FOUND", "FILE_IO"].includes(c))).toStrictEqual([])
+      unchanged(outside)
     }).pipe(Effect.scoped))
 })
