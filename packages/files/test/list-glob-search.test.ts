@@ -131,7 +131,7 @@ describe("search", () => {
             "src/.hidden.ts:1: export const secret = 'TODO'",
             "src/greet.ts:2: // TODO: i18n",
             "test/greet.test.ts:1: greet('test') // TODO",
-            "(skipped 1 binary file, 1 file over 1.0 KiB)",
+            "(skipped 1 binary file, 1 file over 1 KiB)",
             "(ignored: .git, node_modules; give a path inside one to search it)"
           ].join("\n")
         )
@@ -145,7 +145,7 @@ describe("search", () => {
         // the text is literal: regular expression characters are just characters
         expect((yield* run("search", { pattern: "greet('" })).text).toBe(
           "src/index.ts:1: export const main = () => greet('world')\ntest/greet.test.ts:1: greet('test') // TODO\n" +
-            "(skipped 1 binary file, 1 file over 1.0 KiB)\n" +
+            "(skipped 1 binary file, 1 file over 1 KiB)\n" +
             "(ignored: .git, node_modules; give a path inside one to search it)"
         )
         expect((yield* run("search", { pattern: "TODO", path: "src/greet.ts" })).text).toBe("src/greet.ts:2: // TODO: i18n")

@@ -218,7 +218,7 @@ describe("edit", () => {
           text: `"b.bin" is a binary file (3 bytes; it holds NUL bytes); edit changes text files only`
         })
         expect((yield* run("edit", { path: "big.txt", old: "x", new: "y" })).text).toBe(
-          `"big.txt" is 2.0 KiB, more than the 1.0 KiB edit works on; read it in ranges and rewrite it with write, ` +
+          `"big.txt" is 2 KiB, more than the 1 KiB edit works on; read it in ranges and rewrite it with write, ` +
             "or change it with a command"
         )
         expect((yield* run("edit", { path: "a.txt", old: "", new: "y" })).code).toBe("INVALID_ARGS")

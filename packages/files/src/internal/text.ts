@@ -5,12 +5,18 @@
  */
 import type { BinaryReason } from "../FileError.ts"
 
-/** A size in words: `512 bytes`, `3.2 KiB`, `12.0 MiB`. */
+const units = ["KiB", "MiB", "GiB", "TiB"]
+
+/** A size in words: `512 bytes`, `3.2 KiB`, `256 KiB`, `12 MiB`. */
 export const formatSize = (bytes: number): string => {
   if (bytes < 1024) return `${bytes} byte${bytes === 1 ? "" : "s"}`
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
-  if (bytes < 1024 * 1024 * 1024) return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
-  return `${(bytes / 1024 / 1024 / 1024).toFixed(1)} GiB`
+  let value = bytes / 1024
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return `${value.toFixed(1).replace(/\.0$/, "")} ${units[unit]}`
 }
 
 /** Why bytes are not text, if they are not. */
