@@ -1,6 +1,7 @@
 import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
+import { BashErrors } from "@dsh/bash"
 import { DeepSeekError } from "@dsh/deepseek"
 import { ConfigInvalidError } from "dsh"
 import { OpenAiError } from "@dsh/openai"
@@ -24,6 +25,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...SessionErrors.classes,
   ...Prompt.classes,
   ...ToolErrors.classes,
+  ...BashErrors.classes,
   ...FileErrors.classes,
   ...Agent.classes,
   ...TurnResult.classes,
