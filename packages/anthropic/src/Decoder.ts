@@ -106,6 +106,8 @@ export const make = (options: Options = {}): Decoder => {
       return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(data, 120))}`)
     }
     if (typeof json !== "object" || json === null || Array.isArray(json)) {
+      // an `event: error` says the answer failed, whatever its data is
+      if (name === "error") return fromStreamError(provider, json)
       return protocol(`an event's data is not a JSON object: ${JSON.stringify(excerpt(data, 120))}`)
     }
     return translator.event(json as Readonly<Record<string, unknown>>, out)

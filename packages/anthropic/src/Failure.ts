@@ -9,6 +9,7 @@
  * | status | Anthropic's error type | error | retried |
  * |---|---|---|---|
  * | 400 | `invalid_request_error` | `LlmInvalidRequestError` | no |
+ * | 400 | `invalid_request_error` saying the prompt does not fit ("prompt is too long: 212345 tokens > 200000 maximum", "input length and `max_tokens` exceed context limit: …") | `LlmContextOverflowError` with the `limit` and `requested` tokens named | no (the loop compacts and retries) |
  * | 401 | `authentication_error` | `LlmAuthError` | no |
  * | 402 | `billing_error` | `LlmAuthError` | no |
  * | 403 | `permission_error` | `LlmAuthError` | no |
@@ -207,6 +208,40 @@ export const errorTypeCode = (type: string | undefined): LlmCode => {
   return "LLM_SERVER"
 }
 
+// How the API says a request does not fit the context window. (`request_too_large`, HTTP 413,
+// is about the body's bytes, not tokens: it stays an invalid request.)
+const overflowWords = /prompt is too long|exceeds? (?:the )?context (?:limit|window)|context (?:limit|window) exceeded/i
+
+/**
+ * Whether an error's words say the request does not fit the model's context window.
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const isOverflow = (message: string | undefined): boolean => message !== undefined && overflowWords.test(message)
+
+const count = (text: string | undefined): number | undefined => {
+  const n = text === undefined ? NaN : Number(text.replaceAll(",", ""))
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined
+}
+
+/**
+ * The token counts a context overflow names: what the request needed (`requested`: the prompt,
+ * or the prompt plus `max_tokens`) and the window (`limit`).
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const overflowCounts = (message: string): { readonly limit?: number; readonly requested?: number } => {
+  const tooLong = /prompt is too long:\s*([\d,]+)\s*tokens?\s*>\s*([\d,]+)/i.exec(message)
+  const sum = /context limit:\s*([\d,]+)\s*\+\s*([\d,]+)\s*>\s*([\d,]+)/i.exec(message)
+  const input = count(sum?.[1])
+  const output = count(sum?.[2])
+  const requested = count(tooLong?.[1]) ?? (input === undefined || output === undefined ? undefined : input + output)
+  const limit = count(tooLong?.[2]) ?? count(sum?.[3])
+  return { ...(limit === undefined ? {} : { limit }), ...(requested === undefined ? {} : { requested }) }
+}
+
 const requestIdNote = (id: string | undefined) => id === undefined || id === "" ? "" : ` [request-id ${excerpt(id, 100)}]`
 
 /**
@@ -261,6 +296,12 @@ export const fromStatus = (options: {
   if (status >= 500 && status <= 599) {
     return new LlmError.LlmServerError({ message: message(`${provider} failed (HTTP ${status}${kind})${because}`), status })
   }
+  if (status === 400 && isOverflow(said.message)) {
+    return new LlmError.LlmContextOverflowError({
+      message: message(`${provider} refused the request: it does not fit the model's context window (HTTP 400${kind})${because}`),
+      ...overflowCounts(said.message ?? "")
+    })
+  }
   if (status >= 400 && status <= 499) {
     return new LlmError.LlmInvalidRequestError({
       message: message(`${provider} refused the request (HTTP ${status}${kind})${because}`),
@@ -286,7 +327,8 @@ const field = (value: unknown, key: string): unknown => {
  * error may be anything — `{type, message}` as Anthropic sends it, a bare string, a value nested
  * arbitrarily deep — and is read totally: its `type` decides the class ({@link errorTypeCode}),
  * the message quotes the type and the provider's words, bounded. An `overloaded_error` is an
- * `LlmServerError` with status 529; a `rate_limit_error` an `LlmRateLimitError`.
+ * `LlmServerError` with status 529; a `rate_limit_error` an `LlmRateLimitError`; an
+ * `invalid_request_error` saying the prompt is too long an `LlmContextOverflowError`.
  *
  * @since 0.1.0
  * @category constructors
@@ -301,6 +343,9 @@ export const fromStreamError = (provider: string, error: unknown): LlmError.LlmE
   const message = `${provider} reported an error in the stream${label}: ${excerpt(text)}`
   const known = type === undefined ? undefined : errorTypes[type]
   const withStatus = known === undefined ? { message } : { message, status: known.status }
+  if (code === "LLM_INVALID_REQUEST" && isOverflow(text)) {
+    return new LlmError.LlmContextOverflowError({ message, ...overflowCounts(text) })
+  }
   switch (code) {
     case "LLM_AUTH":
       return new LlmError.LlmAuthError(withStatus)

@@ -357,8 +357,8 @@ export interface BlockDelta {
   readonly delta: Delta
 }
 
-const isIndex = (value: unknown): value is number =>
-  typeof value === "number" && Number.isInteger(value) && value >= 0
+// a safe integer: 1e308 is an integer too, and no block has that index
+const isIndex = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value >= 0
 
 // Each known delta type and the string field it must carry.
 const deltaFields: Readonly<Record<string, "text" | "thinking" | "signature" | "partial_json">> = {
@@ -369,7 +369,7 @@ const deltaFields: Readonly<Record<string, "text" | "thinking" | "signature" | "
 }
 
 /**
- * Checks a parsed `content_block_delta` payload: a non-negative integer `index`, and a `delta`
+ * Checks a parsed `content_block_delta` payload: a non-negative safe integer `index`, and a `delta`
  * whose `type` is a string; a known type must carry its field as a string. Returns the delta,
  * or what is wrong with it, in words.
  *
@@ -378,7 +378,7 @@ const deltaFields: Readonly<Record<string, "text" | "thinking" | "signature" | "
  */
 export const readDelta = (json: Readonly<Record<string, unknown>>): BlockDelta | string => {
   const index = json["index"]
-  if (!isIndex(index)) return "its index is not a non-negative integer"
+  if (!isIndex(index)) return "its index is not a non-negative safe integer"
   const delta = json["delta"]
   if (!Predicate.isObject(delta)) return "it has no delta object"
   const type = delta["type"]
@@ -398,5 +398,5 @@ export const readDelta = (json: Readonly<Record<string, unknown>>): BlockDelta |
  */
 export const readStop = (json: Readonly<Record<string, unknown>>): number | string => {
   const index = json["index"]
-  return isIndex(index) ? index : "its index is not a non-negative integer"
+  return isIndex(index) ? index : "its index is not a non-negative safe integer"
 }

@@ -41,6 +41,10 @@ export const make = (onEvent: (event: string, data: string) => void, maxEventSiz
   let data = ""
   let dataLines = 0
 
+  // an event over the limit: what `feed` reports; the rest of that text is not parsed
+  let overflow: Overflow | undefined
+  const tooLarge = (size: number): Overflow => `an event grew beyond ${maxEventSize} characters (${size} so far)`
+
   const dispatch = () => {
     if (dataLines === 0) {
       eventName = ""
@@ -52,15 +56,20 @@ export const make = (onEvent: (event: string, data: string) => void, maxEventSiz
     eventName = ""
     data = ""
     dataLines = 0
-    onEvent(name, payload)
+    if (payload.length > maxEventSize) overflow = tooLarge(payload.length)
+    else onEvent(name, payload)
   }
 
   const valueAt = (line: string, colon: number) =>
     line.charCodeAt(colon + 1) === SPACE ? line.slice(colon + 2) : line.slice(colon + 1)
 
-  const line = (text: string) => {
-    if (text.length === 0) return dispatch()
-    if (text.charCodeAt(0) === COLON) return
+  // Parses one line; false once an event overflowed (the rest of the text is not parsed).
+  const line = (text: string): boolean => {
+    if (text.length === 0) {
+      dispatch()
+      return overflow === undefined
+    }
+    if (text.charCodeAt(0) === COLON) return true
     const colon = text.indexOf(":")
     if (colon === 4 && text.startsWith("data")) {
       const value = valueAt(text, colon)
@@ -74,6 +83,7 @@ export const make = (onEvent: (event: string, data: string) => void, maxEventSiz
     } else if (colon < 0 && text === "event") {
       eventName = ""
     }
+    return true
   }
 
   const feed = (input: string): Overflow | undefined => {
@@ -93,20 +103,22 @@ export const make = (onEvent: (event: string, data: string) => void, maxEventSiz
     if (nextCR < 0) {
       // the usual case: LF line ends only
       let end = text.indexOf("\n", at)
-      while (end >= 0) {
-        line(pending === "" ? text.slice(at, end) : pending + text.slice(at, end))
+      let going = true
+      while (end >= 0 && going) {
+        going = line(pending === "" ? text.slice(at, end) : pending + text.slice(at, end))
         pending = ""
         at = end + 1
         end = text.indexOf("\n", at)
       }
     } else {
       let nextLF = text.indexOf("\n", at)
-      while (true) {
+      let going = true
+      while (going) {
         if (nextCR >= 0 && nextCR < at) nextCR = text.indexOf("\r", at)
         if (nextLF >= 0 && nextLF < at) nextLF = text.indexOf("\n", at)
         const end = nextCR < 0 ? nextLF : nextLF < 0 ? nextCR : Math.min(nextCR, nextLF)
         if (end < 0) break
-        line(pending === "" ? text.slice(at, end) : pending + text.slice(at, end))
+        going = line(pending === "" ? text.slice(at, end) : pending + text.slice(at, end))
         pending = ""
         if (end === nextCR) {
           if (end + 1 === length) afterCR = true
@@ -116,16 +128,16 @@ export const make = (onEvent: (event: string, data: string) => void, maxEventSiz
         }
       }
     }
-    if (at < length) pending += text.slice(at)
-    if (pending.length + data.length > maxEventSize) {
-      const size = pending.length + data.length
-      pending = ""
-      data = ""
-      dataLines = 0
-      eventName = ""
-      return `an event grew beyond ${maxEventSize} characters (${size} so far)`
-    }
-    return undefined
+    if (overflow === undefined && at < length) pending += text.slice(at)
+    if (overflow === undefined && pending.length + data.length > maxEventSize) overflow = tooLarge(pending.length + data.length)
+    if (overflow === undefined) return undefined
+    const failure = overflow
+    overflow = undefined
+    pending = ""
+    data = ""
+    dataLines = 0
+    eventName = ""
+    return failure
   }
 
   return { feed }
