@@ -417,7 +417,9 @@ export const evaluate = (policy: Policy, call: { readonly name: string; readonly
 
 /**
  * The policy the dsh command uses by default, "asks before writes and commands": it allows
- * the file tools that only read (`read`, `list`, `glob`, `search`, wherever they point), asks
+ * the file tools that only read (`read`, `list`, `glob`, `search`, wherever they point) and
+ * the tools that only look after the agent's own background jobs (`bash_output`, `bash_wait`,
+ * `bash_jobs`, `bash_kill`: a job was asked about when `bash_background` started it), asks
  * before `bash`, `bash_background`, `write` and `edit`, asks before every MCP tool, and asks
  * before any other tool too (the default is `ask`): nothing the policy does not know runs
  * unasked, and nothing is refused outright.
@@ -427,7 +429,7 @@ export const evaluate = (policy: Policy, call: { readonly name: string; readonly
  */
 export const askBeforeChanges: Config = {
   rules: [
-    { decision: "allow", tool: ["read", "list", "glob", "search"] },
+    { decision: "allow", tool: ["read", "list", "glob", "search", "bash_output", "bash_wait", "bash_jobs", "bash_kill"] },
     { decision: "ask", tool: ["bash", "bash_background", "write", "edit"] },
     { decision: "ask", server: "*" }
   ],

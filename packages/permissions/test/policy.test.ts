@@ -319,7 +319,7 @@ describe("describing rules and the default policy", () => {
     )
   })
 
-  it("askBeforeChanges allows reading, asks before commands, writes, MCP tools and anything else", () => {
+  it("askBeforeChanges allows reading and minding jobs, asks before commands, writes, MCP tools and anything else", () => {
     const policy = Result.getOrThrow(Policy.makeResult(Policy.askBeforeChanges, { root: "/repo" }))
     expect(["read", "list", "glob", "search"].map((tool) => decisionOf(policy, tool, { path: "src" }))).toStrictEqual([
       "allow@0",
@@ -333,6 +333,8 @@ describe("describing rules and the default policy", () => {
       "ask@1",
       "ask@1"
     ])
+    expect(["bash_output", "bash_wait", "bash_jobs", "bash_kill"].map((tool) => decisionOf(policy, tool, { jobId: "job-1" })))
+      .toStrictEqual(["allow@0", "allow@0", "allow@0", "allow@0"])
     expect(decisionOf(policy, "github__create_issue")).toBe("ask@2")
     expect(decisionOf(policy, "deploy")).toBe("ask@default")
   })
