@@ -252,9 +252,9 @@ export const overflowCounts = (
 ): { readonly limit?: number; readonly requested?: number } => {
   const asCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined
   const limit = asCount(fields.limit) ??
-    tokenCount(message, /(?:maximum context length is|context (?:length|size|window) of (?:only )?|> ?)([\d,]+)/i)
+    tokenCount(message, /(?:maximum context length is|context (?:length|size|window) of (?:only )?|>)\s*([\d,]+)/i)
   const requested = asCount(fields.requested) ??
-    tokenCount(message, /(?:you requested (?:about )?|resulted in |prompt is too long: )([\d,]+)/i)
+    tokenCount(message, /(?:you requested (?:about )?|resulted in|prompt is too long:)\s*([\d,]+)/i)
   return { ...(limit === undefined ? {} : { limit }), ...(requested === undefined ? {} : { requested }) }
 }
 

@@ -241,7 +241,7 @@ const checkBaseUrl = (
   }
   return url.protocol === "http:" || url.protocol === "https:"
     ? Effect.succeed(trimmed)
-    : Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL ${quoted} is not an http(s) URL`))
+    : Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL ${quoted} is not an http(s) URL (set ${where}, e.g. ${profile.baseUrl})`))
 }
 
 const resolveModels = (

@@ -268,6 +268,7 @@ const isCount = (value: unknown): boolean =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= 0
 
 const show = (value: unknown): string => {
+  if (value === undefined) return "nothing"
   if (value === null) return "null"
   if (Array.isArray(value)) return "an array"
   if (typeof value === "string") return value.length <= 40 ? JSON.stringify(value) : "a string"
