@@ -84,34 +84,39 @@ export const make = (options: Options = {}): Decoder => {
   const provider = options.provider ?? "Anthropic"
   const translator = Translate.make(provider)
   const text = new TextDecoder("utf-8", { fatal: true })
-  // the events a read completes, as (name, data) pairs, consumed right after the parser ran
-  const names: Array<string> = []
-  const datas: Array<string> = []
-  const parser = Sse.make((name, data) => {
-    names.push(name)
-    datas.push(data)
-  }, options.maxEventSize ?? defaultMaxEventSize)
+  // where the events of the read being decoded go, and the first failure among them: the
+  // parser calls back for each event it completes; after a failure or message_stop the events
+  // that follow are ignored
+  let output: Array<StreamChunk.StreamChunk> = []
+  let failure: LlmError.LlmError | undefined
   let seen = 0
   let head = ""
 
   const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
 
-  const event = (name: string, data: string, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
+  const event = (name: string, data: string): void => {
+    if (failure !== undefined || translator.finished()) return
     seen++
     let json: unknown
     try {
       json = JSON.parse(data)
     } catch (error) {
-      if (name === "error") return fromStreamError(provider, parseOrText(data))
-      return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(data, 120))}`)
+      failure = name === "error"
+        ? fromStreamError(provider, parseOrText(data))
+        : protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(data, 120))}`)
+      return
     }
     if (typeof json !== "object" || json === null || Array.isArray(json)) {
       // an `event: error` says the answer failed, whatever its data is
-      if (name === "error") return fromStreamError(provider, json)
-      return protocol(`an event's data is not a JSON object: ${JSON.stringify(excerpt(data, 120))}`)
+      failure = name === "error"
+        ? fromStreamError(provider, json)
+        : protocol(`an event's data is not a JSON object: ${JSON.stringify(excerpt(data, 120))}`)
+      return
     }
-    return translator.event(json as Readonly<Record<string, unknown>>, out)
+    failure = translator.event(json as Readonly<Record<string, unknown>>, output)
   }
+
+  const parser = Sse.make(event, options.maxEventSize ?? defaultMaxEventSize)
 
   const feedUnsafe = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     let chunk: string
@@ -121,14 +126,8 @@ export const make = (options: Options = {}): Decoder => {
       return protocol("the response is not valid UTF-8")
     }
     if (head.length < headLength) head += chunk.slice(0, headLength - head.length)
+    output = out
     const tooLarge = parser.feed(chunk)
-    let failure: LlmError.LlmError | undefined
-    for (let i = 0; i < names.length; i++) {
-      failure = event(names[i]!, datas[i]!, out)
-      if (failure !== undefined || translator.finished()) break
-    }
-    names.length = 0
-    datas.length = 0
     if (failure !== undefined) return failure
     // an oversized event after some complete ones: those were decoded first
     return tooLarge === undefined || translator.finished() ? undefined : protocol(tooLarge)

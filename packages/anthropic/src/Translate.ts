@@ -162,15 +162,6 @@ const decodeBlockStart = Schema.decodeUnknownResult(Wire.BlockStart)
 
 const kindName = { text: "text", thinking: "thinking", redacted: "redacted_thinking", tool: "tool_use", server: "server" }
 
-// The delta types a block of each kind accepts.
-const accepts: Readonly<Record<Open["kind"], ReadonlySet<string>>> = {
-  text: new Set(["text_delta"]),
-  thinking: new Set(["thinking_delta", "signature_delta"]),
-  redacted: new Set(),
-  tool: new Set(["input_json_delta"]),
-  server: new Set(["input_json_delta"])
-}
-
 /**
  * Creates a translator. `provider` names the server in error messages.
  *
@@ -271,33 +262,48 @@ export const make = (provider = "Anthropic"): Translator => {
   const notOpen = (index: number, what: string) =>
     protocol(ended.has(index) ? `${what} for block ${index} after its content_block_stop` : `${what} for block ${index}, which was never started`)
 
+  // Anthropic streams one block at a time: the block of the last delta is almost always the
+  // block of the next one.
+  let recent: { index: number; block: Open } | undefined
+  const openBlock = (index: number): Open | undefined => {
+    if (recent !== undefined && recent.index === index) return recent.block
+    const block = open.get(index)
+    if (block !== undefined) recent = { index, block }
+    return block
+  }
+
+  const mismatch = (type: string, index: number, current: Open) =>
+    protocol(`a ${type} for block ${index}, a ${kindName[current.kind]} block`)
+
   const blockDelta = (json: Readonly<Record<string, unknown>>, out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
-    const read = Wire.readDelta(json)
-    if (typeof read === "string") return invalid("a content_block_delta", read, json)
-    const { delta, index } = read
-    const current = open.get(index)
-    if (current === undefined) return notOpen(index, `a ${delta.type === "other" ? delta.name : delta.type}`)
-    if (delta.type === "other") return undefined
-    if (!accepts[current.kind].has(delta.type)) {
-      return protocol(`a ${delta.type} for block ${index}, a ${kindName[current.kind]} block`)
-    }
+    const index = Wire.readIndex(json)
+    if (typeof index === "string") return invalid("a content_block_delta", index, json)
+    const delta = Wire.readDelta(json)
+    if (typeof delta === "string") return invalid("a content_block_delta", delta, json)
+    const current = openBlock(index)
+    if (current === undefined) return notOpen(index, `a ${delta === null ? String((json["delta"] as { type: unknown }).type) : delta.type}`)
+    if (delta === null) return undefined
     switch (delta.type) {
       case "text_delta":
-        if (current.kind === "text" && delta.text !== "") {
-          emit(current.assembler, { type: "text-delta", index: current.block, delta: delta.text }, out)
-        }
+        if (current.kind !== "text") return mismatch(delta.type, index, current)
+        if (delta.text !== "") emit(current.assembler, { type: "text-delta", index: current.block, delta: delta.text }, out)
         return undefined
       case "thinking_delta":
-        if (current.kind === "thinking" && delta.thinking !== "") {
+        if (current.kind !== "thinking") return mismatch(delta.type, index, current)
+        if (delta.thinking !== "") {
           emit(current.assembler, { type: "reasoning-delta", index: current.block, delta: delta.thinking }, out)
         }
         return undefined
       case "signature_delta":
-        if (current.kind === "thinking") current.signature += delta.signature
+        if (current.kind !== "thinking") return mismatch(delta.type, index, current)
+        current.signature += delta.signature
         return undefined
       case "input_json_delta":
-        if (current.kind === "server") current.input += delta.partial_json
-        else if (current.kind === "tool" && delta.partial_json !== "") {
+        if (current.kind === "server") {
+          current.input += delta.partial_json
+        } else if (current.kind !== "tool") {
+          return mismatch(delta.type, index, current)
+        } else if (delta.partial_json !== "") {
           current.streamed = true
           emit(current.assembler, {
             type: "tool-call-delta",
@@ -356,11 +362,12 @@ export const make = (provider = "Anthropic"): Translator => {
   }
 
   const blockStop = (json: Readonly<Record<string, unknown>>, out: Array<Chunk.StreamChunk>): LlmError.LlmError | undefined => {
-    const index = Wire.readStop(json)
+    const index = Wire.readIndex(json)
     if (typeof index === "string") return invalid("a content_block_stop", index, json)
-    const current = open.get(index)
+    const current = openBlock(index)
     if (current === undefined) return notOpen(index, "a content_block_stop")
     open.delete(index)
+    recent = undefined
     ended.add(index)
     return close(index, current, out)
   }
