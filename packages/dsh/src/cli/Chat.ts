@@ -384,7 +384,7 @@ export const ask = (context: Context) => (request: PermissionPrompt.Request): Ef
     const answer = yield* Deferred.make<PermissionPrompt.Answer>()
     const always = request.always === undefined ? "this call only" : Policy.describeRule(request.always)
     context.screen.line(
-      style.yellow(`? allow ${request.tool}?`) + style.dim(` ${request.reason}; always would allow: ${always}`)
+      style.yellow(`? allow ${request.tool}?`) + style.dim(` ${request.reason}`) + "\n" + style.dim(`  always would allow: ${always}`)
     )
     state.question = { request, answer }
     setPhase(context, `asking about ${request.tool}`)
@@ -441,7 +441,6 @@ const slash = (context: Context, line: string) =>
       case "/new":
         return state.running ? idleOnly() : ({ _tag: "New" } as const)
       case "/sessions": {
-        if (state.running) return idleOnly()
         if (settings.sessions === "memory") {
           note(context, "(sessions are kept in memory: --sessions memory)")
           return undefined
@@ -531,6 +530,7 @@ const converse = (context: Context, source: Runtime.Source, resumed: boolean) =>
     state.sessionUsage = Usage.empty
     state.running = false
     banner(context, resumed, yield* agent.session.events)
+    yield* Runtime.verify
     yield* Effect.forkScoped(Stream.runForEach(agent.events, (event) => Effect.sync(() => onEvent(context, event))), {
       startImmediately: true
     })

@@ -206,6 +206,8 @@ export const turn = (
       startImmediately: true
     })
     yield* abortOnSignal(agent)
+    // with --dev, a resumed log that already breaks the contract ends the command before any request
+    yield* Runtime.verify
     const result = yield* Effect.exit(agent.run(prompt))
     yield* Fiber.join(printing)
     if (!options.json) yield* io.err(summary(state, options.session, style))

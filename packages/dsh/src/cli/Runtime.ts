@@ -13,7 +13,7 @@ import type { ModelErrors, ModelRegistry } from "@dsh/model"
 import type { PermissionPrompt } from "@dsh/permissions"
 import { JsonlSessions, type Session, type SessionErrors } from "@dsh/session"
 import { type ToolErrors } from "@dsh/tools"
-import { Cause, Effect, Layer, Logger, Option, type Redacted } from "effect"
+import { Effect, Layer, Option, type Redacted } from "effect"
 import type { DeepSeekError } from "@dsh/deepseek"
 import * as Dsh from "../Dsh.ts"
 import * as Capabilities from "./Capabilities.ts"
@@ -132,24 +132,6 @@ export const sessionId = (now: Date = new Date()): string => {
   const random = Array.from(crypto.getRandomValues(new Uint8Array(2)), (b) => b.toString(16).padStart(2, "0")).join("")
   return `${stamp}-${random}`
 }
-
-/**
- * Log lines on stderr, `dsh: <message>`, warnings and errors only; with `DSH_DEBUG=1` every
- * level, with causes.
- *
- * @since 0.1.0
- * @category layers
- */
-export const logger = (debug: boolean) =>
-  Logger.layer([
-    Logger.make((options) => {
-      if (!debug && options.logLevel !== "Warn" && options.logLevel !== "Error" && options.logLevel !== "Fatal") return
-      const parts = Array.isArray(options.message) ? options.message : [options.message]
-      const text = parts.map((part) => (typeof part === "string" ? part : String(part))).join(" ")
-      const cause = debug && options.cause.reasons.length > 0 ? `\n${Cause.pretty(options.cause)}` : ""
-      process.stderr.write(`${text.startsWith("dsh") ? "" : "dsh: "}${text}${cause}\n`)
-    })
-  ])
 
 /**
  * The agent handle's type, for the commands.

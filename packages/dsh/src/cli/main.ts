@@ -12,7 +12,7 @@ import { CliConfig, CliError, CliOutput, Command, GlobalFlag } from "effect/cli"
 import { dsh } from "./Command.ts"
 import * as Io from "./Io.ts"
 import * as Report from "./Report.ts"
-import * as Runtime from "./Runtime.ts"
+import * as Log from "./Log.ts"
 
 /**
  * The version `dsh --version` prints.
@@ -61,7 +61,7 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<Report.Statu
   Command.runWith(dsh, { version })(argv).pipe(
     Effect.as<Report.Status>(Report.Status.ok),
     Effect.catchCause(statusOf),
-    Effect.provide(Layer.mergeAll(Io.layer, presenter, cliConfig, Runtime.logger(process.env["DSH_DEBUG"] === "1"))),
+    Effect.provide(Layer.mergeAll(Io.layer, presenter, cliConfig, Log.logger(process.env["DSH_DEBUG"] === "1"))),
     Effect.provide(NodeServices.layer)
   )
 

@@ -1,0 +1,198 @@
+/**
+ * `dsh chat` in a real terminal (tmux): streaming that shows as it arrives, tool calls and the
+ * permission prompt, Ctrl-C aborting the running turn (and, twice at the prompt, leaving), a
+ * line typed during a turn queued as the next one, the slash commands, and a chat session
+ * that replays identically. The screens are polled (bounded) for what each step must show.
+ *
+ * `DSH_DOCS=1` writes the screens of these sessions to docs/cli/ (the command's documentation).
+ */
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import {
+  closeTerminals,
+  dsh,
+  endless,
+  hasTmux,
+  type Home,
+  makeHome,
+  messagesOf,
+  server,
+  stallAfter,
+  type Terminal,
+  terminal,
+  text,
+  toolCall
+} from "./cli-helpers.ts"
+
+const slow = { timeout: 120_000 }
+
+afterAll(closeTerminals)
+
+const docs = join(import.meta.dirname, "..", "..", "..", "docs", "cli")
+
+/** With DSH_DOCS=1, keeps a screen as documentation (trailing blank lines cut). */
+const keep = (name: string, screen: string) => {
+  if (process.env["DSH_DOCS"] !== "1") return
+  mkdirSync(docs, { recursive: true })
+  writeFileSync(join(docs, `${name}.txt`), screen.replace(/\s+$/, "") + "\n")
+}
+
+const occurrences = (screen: string, text: string) => screen.split(text).length - 1
+
+/** A chat in a terminal, waited on until its prompt is drawn. */
+const chat = async (home: Home, args: ReadonlyArray<string>): Promise<Terminal> => {
+  const t = terminal(home, ["chat", ...args])
+  // (a capture drops trailing spaces: the empty prompt is "›")
+  await t.waitFor((screen) => screen.includes("dsh · deepseek-v4-flash · session") && /^›/m.test(screen))
+  return t
+}
+
+/** Waits until the agent is idle: the answer is there and the status line gone. */
+const idle = (t: Terminal, answer: string) => t.waitFor((s) => s.includes(answer) && !s.includes("Ctrl-C aborts"))
+
+const say = (t: Terminal, line: string) => {
+  t.type(line)
+  t.keys("Enter")
+}
+
+describe.skipIf(!hasTmux())("dsh chat", slow, () => {
+  it("streams the answer as it arrives; Ctrl-C aborts the turn, not the chat; the next prompt works", async () => {
+    const fake = await server([endless("and so on, ", 50), text("Hello, ", "world!")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, "Go on forever")
+    // the text grows on the screen while the answer is still streaming, under the status line
+    const early = await t.waitFor((s) => occurrences(s, "and so on") >= 2 && s.includes("answering ·"))
+    await t.waitFor((s) => occurrences(s, "and so on") > occurrences(early, "and so on") + 2)
+    t.keys("C-c")
+    await t.waitFor("(turn aborted: interrupted by the user (Ctrl-C))")
+    // the abort closed the answer's connection
+    await Effect.runPromise(fake.awaitClosedEarly(0))
+    say(t, "Hello?")
+    const done = await idle(t, "Hello, world!")
+    expect(done).toMatch(/in 10 \(cache hit 0\) · out 2 · [\d.]+s/)
+    keep("chat-abort", done)
+    say(t, "/exit")
+    const exited = await t.waitFor("[dsh exited 0]")
+    expect(exited).toMatch(/dsh: session (\S+) · dsh resume \1/)
+    t.close()
+    await fake.close()
+  })
+
+  it("shows each tool call and its result; asks y / n / always before a command", async () => {
+    const fake = await server([
+      toolCall("bash", { command: "echo hello-from-bash" }, { say: "Let me run it." }),
+      text("It printed hello-from-bash."),
+      toolCall("bash", { command: "echo again" }, { id: "call_again" }),
+      text("Refused, fine.")
+    ])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url])
+    say(t, "Run the command")
+    const asked = await t.waitFor("allow? [y]es [n]o [a]lways")
+    expect(asked).toContain("⚙ bash {\"command\":\"echo hello-from-bash\"}")
+    expect(asked).toMatch(/\? allow bash\? the permission policy asks[\s\S]*\n {2}always would allow: allow bash with the command "echo hello-from-bash"/)
+    t.type("y")
+    const ran = await idle(t, "It printed hello-from-bash.")
+    expect(ran).toMatch(/ {2}→ yes\n {2}✓ bash [\d.]+s \(2 lines\) hello-from-bash \[exit code 0\]\n/)
+    keep("chat-tool-call", ran)
+    say(t, "Again")
+    await t.waitFor((s) => occurrences(s, "allow? [y]es") === 1 && s.includes("echo again"))
+    t.type("n")
+    const refused = await idle(t, "Refused, fine.")
+    expect(refused).toMatch(/ {2}→ no\n {2}✗ bash [\d.]+s TOOL_DENIED: /)
+    t.keys("C-d")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+
+  it("a line typed during a turn is queued as the next message; the session then replays identically", async () => {
+    const fake = await server([stallAfter("Thinking about it"), text("The queued one.")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, "First question")
+    await t.waitFor("Thinking about it")
+    say(t, "Second question")
+    await t.waitFor("(queued: Second question)")
+    t.keys("C-c")
+    const screen = await idle(t, "The queued one.")
+    expect(screen).toMatch(/\(turn aborted: [^)]*\)\)\n.*\n› Second question\nThe queued one\./)
+    keep("chat-queued", screen)
+    const users = fake.requests().map((r) => messagesOf(r).at(-1)?.content)
+    expect(users).toStrictEqual(["First question", "Second question"])
+    say(t, "/exit")
+    const exited = await t.waitFor("[dsh exited 0]")
+    const id = /dsh: session (\S+) ·/.exec(exited)![1]!
+    t.close()
+    await fake.close()
+    // the user's part replays from the log: the queued send, the abort at its point
+    const offline = { ...home, env: { ...home.env } }
+    delete offline.env["DEEPSEEK_API_KEY"]
+    const replayed = await dsh(offline, ["replay", id, "--tools", "none"])
+    expect(replayed.stderr).toMatch(/replays identically: 2 turns, 2 model requests/)
+    expect(replayed.status).toBe(0)
+  })
+
+  it("/usage, /new, /sessions, /resume <id>; Ctrl-C twice at the prompt leaves", async () => {
+    const fake = await server([text("One."), text("Two."), text("Three.")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    const first = /session (\S+) \(new/.exec(t.screen())![1]!
+    say(t, "First")
+    await idle(t, "One.")
+    say(t, "/usage")
+    await t.waitFor(`session ${first} · 1 turn · in 10 (cache hit 0) · out 1`)
+    say(t, "/new")
+    const renewed = await t.waitFor((s) => occurrences(s, "(new, persisted)") === 2)
+    const second = [...renewed.matchAll(/session (\S+) \(new/g)][1]![1]!
+    expect(second).not.toBe(first)
+    say(t, "Second")
+    await idle(t, "Two.")
+    say(t, "/sessions")
+    const listed = await t.waitFor(`  ${first}`)
+    expect(listed).toContain(`* ${second}`)
+    say(t, `/resume ${first.slice(0, 18)}`)
+    const resumed = await t.waitFor(`session ${first} (resumed, 1 turn, persisted)`)
+    keep("chat-commands", resumed)
+    say(t, "Third")
+    await t.waitFor("Three.")
+    const history = messagesOf(fake.requests()[2]).map((m) => m.content)
+    expect(history.slice(1)).toStrictEqual(["First", "One.", "Third"])
+    t.keys("C-c")
+    await t.waitFor("(Ctrl-C again to exit, or /exit)")
+    t.keys("C-c")
+    const exited = await t.waitFor("[dsh exited 0]")
+    expect(exited).toContain(`dsh: session ${first} · dsh resume ${first}`)
+    t.close()
+    await fake.close()
+  })
+
+  it("dsh resume without an id chats on in the latest session", async () => {
+    const fake = await server([text("Noted."), text("You said: remember this.")])
+    const home = makeHome()
+    const recorded = await dsh(home, ["run", "Remember this.", "--base-url", fake.url, "--tools", "none"])
+    const id = /session (\S+) \(dsh resume/.exec(recorded.stderr)![1]!
+    const t = terminal(home, ["resume", "--base-url", fake.url, "--tools", "none"])
+    const opened = await t.waitFor(`session ${id} (resumed, 1 turn, persisted)`)
+    expect(opened).toContain("Remember this.")
+    expect(opened).toContain("Noted.")
+    say(t, "What did I say?")
+    await t.waitFor("You said: remember this.")
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+})
+
+describe("dsh chat without a terminal", slow, () => {
+  it("refuses with CONFIG_INVALID pointing to dsh run; exit 2", async () => {
+    const home = makeHome()
+    const result = await dsh(home, ["chat"])
+    expect(result.stderr).toBe("dsh: CONFIG_INVALID: dsh chat needs a terminal on stdin and stdout; for scripts and pipes use dsh run\n")
+    expect(result.status).toBe(2)
+  })
+})
