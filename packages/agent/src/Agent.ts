@@ -164,11 +164,19 @@ export interface Agent {
   readonly events: Stream.Stream<SessionEvent.SessionEvent>
   /** Waits until the agent is idle with nothing queued (or disposed). */
   readonly awaitIdle: Effect.Effect<void>
+  /**
+   * Compacts the history now (between turns: after the running one, before queued messages):
+   * prunes, then summarizes the completed turns before the newest `keepTurns`. A summarizer
+   * that fails fails the call with its typed error, and the history stays as it was.
+   */
+  readonly compact: () => Effect.Effect<CompactionReport, RunError>
 }
 
 /**
  * Where an agent's session comes from: a fresh one (optionally with an id), a seed log
- * (replay), a fork of another session (its log up to the last completed turn), or an open
+ * (replay), a fork of another session (its log up to the last completed turn; with `through`,
+ * up to the last turn completed at or before that seq — a fork from before a compaction does
+ * not inherit it), or an open
  * session to continue (`resume`, e.g. the `session` that `JsonlSessions.resume(id)` returned: the
  * agent appends to it, so it keeps its id and its file). A log that ends inside a turn (a
  * crash) has that turn closed `interrupted` before the agent serves (see `Closing`).
@@ -179,7 +187,7 @@ export interface Agent {
 export type SessionSource =
   | { readonly id?: string }
   | { readonly id?: string; readonly seed: ReadonlyArray<SessionEvent.SessionEvent> }
-  | { readonly id?: string; readonly fork: Session.Session }
+  | { readonly id?: string; readonly fork: Session.Session; readonly through?: number }
   | { readonly resume: Session.Session }
 
 /**
@@ -212,6 +220,55 @@ export interface Options {
   readonly temperature?: number
   readonly maxTokens?: number
   readonly providerOptions?: Record<string, Schema.Json>
+  /** Context management: when and how the history is compacted (see {@link CompactionOptions}). */
+  readonly compaction?: CompactionOptions
+}
+
+/**
+ * How an agent keeps its requests within the model's context window. Compaction is data in
+ * the log (`compaction/applied`, `compaction/failed`); the history is derived from it.
+ *
+ * Before each step the loop estimates the size of the next request (the provider's reported
+ * usage of the previous step, plus four characters a token for what was appended since). Past
+ * `threshold` of the window it first **prunes** (old tool results larger than `prune.minChars`
+ * become stubs naming the tool, the size and the seq of the original), then, if that is not
+ * enough, **summarizes** the completed turns before the newest `keepTurns` with a model call.
+ * A provider's context-length-exceeded answer (`LLM_CONTEXT_OVERFLOW`) compacts and retries the
+ * step once. A compaction never separates a tool call from its result, never touches the
+ * turn in progress, the system prompt or the tool schemas, and a failed or aborted one leaves
+ * the history as it was (and says so in the log).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CompactionOptions {
+  /** The share of the context window a request may fill before compacting; 0.8 by default; `false`: only on demand and on overflow. */
+  readonly threshold?: number | false
+  /** The context window in tokens, when the model registry does not know it (`registry.info`). */
+  readonly contextWindow?: number
+  /** How many of the newest completed turns stay verbatim; 2 by default. */
+  readonly keepTurns?: number
+  /** Old tool results larger than `minChars` characters (2,000 by default) are pruned first; `false` never prunes. */
+  readonly prune?: false | { readonly minChars?: number }
+  /** The model that writes summaries; the agent's own by default. */
+  readonly model?: string
+  /** The summarizer's instruction (its system prompt); `Compaction.defaultPrompt` by default. */
+  readonly prompt?: string
+  /** The summary's budget in tokens; 1,500 by default. */
+  readonly maxSummaryTokens?: number
+}
+
+/**
+ * What `agent.compact` did: the compactions it applied (prune and summary events' data) and
+ * the estimated size of the next request before and after.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CompactionReport {
+  readonly applied: ReadonlyArray<SessionEvent.Compaction>
+  readonly tokensBefore: number
+  readonly tokensAfter: number
 }
 
 /**
@@ -219,7 +276,7 @@ export interface Options {
  * disposed (a running turn ends `disposed`, within `abortGrace`). `create` fails with
  * `SessionExistsError` for a session id the store holds already, and with
  * `SessionLockedError` for a `resume` of a session another agent drives (a session has one
- * writer).
+ * writer), and with `InvalidInputError` for options out of their ranges (each one named).
  *
  * @since 0.1.0
  * @category services
@@ -227,5 +284,5 @@ export interface Options {
 export class Agents extends Context.Service<Agents, {
   readonly create: (
     options: Options
-  ) => Effect.Effect<Agent, SessionErrors.SessionExistsError | SessionErrors.SessionLockedError, Scope.Scope>
+  ) => Effect.Effect<Agent, SessionErrors.SessionExistsError | SessionErrors.SessionLockedError | InvalidInputError, Scope.Scope>
 }>()("@dsh/agent/Agents") {}

@@ -24,7 +24,7 @@
  *
  * @since 0.1.0
  */
-import { type Agent, Agents, AgentHooks, Hooks } from "@dsh/agent"
+import { type Agent, Agents, AgentHooks, Hooks, type InvalidInputError } from "@dsh/agent"
 import { Invariants } from "@dsh/invariants"
 import { AgentLoop } from "@dsh/loop"
 import { Model, ModelRegistry } from "@dsh/model"
@@ -155,7 +155,11 @@ const sectionsLayer = (sections: ReadonlyArray<Section>): Layer.Layer<never, nev
  */
 export const agent = (
   options: Partial<Agent.Options> = {}
-): Effect.Effect<Agent.Agent, SessionErrors.SessionExistsError | SessionErrors.SessionLockedError, Agents | ModelRegistry | Scope.Scope> =>
+): Effect.Effect<
+  Agent.Agent,
+  SessionErrors.SessionExistsError | SessionErrors.SessionLockedError | InvalidInputError,
+  Agents | ModelRegistry | Scope.Scope
+> =>
   Effect.gen(function*() {
     const model = options.model ?? (yield* defaultModel)
     return yield* (yield* Agents).create({ ...options, model })

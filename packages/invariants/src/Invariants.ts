@@ -14,7 +14,7 @@
  * @since 0.1.0
  */
 import type { Session, SessionEvent } from "@dsh/session"
-import { SessionStore } from "@dsh/session"
+import { Derivation, SessionStore } from "@dsh/session"
 import { Context, Effect, Exit, Fiber, Layer, Stream } from "effect"
 import { InvariantError } from "./InvariantError.ts"
 import * as Rules from "./Rules.ts"
@@ -181,15 +181,38 @@ const checkFrom = (state: Watched, from: number, events: ReadonlyArray<SessionEv
   if (skip >= events.length) return Effect.void
   const checker = state.checker
   let found: Array<InvariantError> | undefined
+  let compactions: Array<SessionEvent.SessionEvent> | undefined
   for (let i = skip; i < events.length; i++) {
-    const broken = checker.push(events[i]!)
+    const event = events[i]!
+    const broken = checker.push(event)
     if (broken.length > 0) (found ??= []).push(...broken.map((v) => toError(state.session, v)))
+    if (event.type === "compaction/applied") (compactions ??= []).push(event)
   }
   state.consumed = from + events.length
-  if (found === undefined) return Effect.void
-  state.violations.push(...found)
-  return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+  const report = (found: ReadonlyArray<InvariantError> | undefined): Effect.Effect<void> => {
+    if (found === undefined || found.length === 0) return Effect.void
+    state.violations.push(...found)
+    return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+  }
+  if (compactions === undefined) return report(found)
+  const histories = compactions
+  return Effect.flatMap(state.session.events, (log) => report([...(found ?? []), ...compactedHistories(state.session, log, histories)]))
 }
+
+/**
+ * `compacted-history-valid`: the history derived from the log up to each compaction (the log
+ * is read whole: a compaction is rare, and no other rule needs the history).
+ */
+const compactedHistories = (
+  session: Session.Session,
+  log: ReadonlyArray<SessionEvent.SessionEvent>,
+  compactions: ReadonlyArray<SessionEvent.SessionEvent>
+): Array<InvariantError> =>
+  compactions.flatMap((event) => {
+    const upTo = log.findIndex((logged) => logged.seq === event.seq)
+    const history = Derivation.derive(log.slice(0, upTo + 1))
+    return Rules.compactedHistory(event, Derivation.problems(history)).map((v) => toError(session, v))
+  })
 
 const toError = (session: Session.Session, v: Rules.Violation) =>
   new InvariantError({

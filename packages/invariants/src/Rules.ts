@@ -38,7 +38,10 @@ export const rules = {
   "calls-answered": "Every tool call of an assistant message has exactly one `tool/result` before its step ends, and so before its turn ends.",
   "status-transition": "An agent's status starts `idle` and moves idle ↔ running or idle|running → disposed; nothing leaves disposed; no status repeats.",
   "status-matches-turns": "Once a log records agent statuses, a turn starts only while the agent is `running`, and no status changes while a turn is open.",
-  "nothing-after-disposed": "After an agent is disposed, no event is appended for it: the next event, if any, is a new agent's first status."
+  "nothing-after-disposed": "After an agent is disposed, no event is appended for it: the next event, if any, is a new agent's first status.",
+  "compaction-between-steps": "`compaction/applied` and `compaction/failed` occur outside any open step: between a turn's steps or between turns.",
+  "compaction-range": "A summary's `through` is the seq of a `turn/end` after the previous summary's `through`, and its `from` is the seq right after that (0 for the first); a prune names `tool/result` events of ended turns, by seq and call id, not summarized or pruned already.",
+  "compacted-history-valid": "After each `compaction/applied`, the history derived from the log is one a provider accepts: every tool call answered right after its message, no result without its call (checked by the `Invariants` layer, which derives the history there)."
 } as const
 
 /**
@@ -160,6 +163,12 @@ class RuleChecker implements Checker {
   private readonly statuses = new Map<string, Status>()
   // the agent whose disposal closed the session to further events, if any
   private disposedAgent: string | undefined = undefined
+  // What compactions may name: the `through` of the last summary, the seqs of the turn/ends
+  // after it, the call ids of the tool/results after it (by seq) and the results pruned since
+  private summarizedThrough = -1
+  private readonly turnEnds: Array<number> = []
+  private readonly results = new Map<number, Ids.CallId>()
+  private readonly pruned = new Set<number>()
   // What the event being checked broke, if anything. Checking an event that breaks nothing
   // allocates and stores nothing: it runs on every append, and a store of a fresh object into
   // this long-lived checker would cost a write barrier per event.
@@ -261,6 +270,7 @@ class RuleChecker implements Checker {
         for (const call of this.turnCalls) {
           if (!call.answered) this.violate(event, "calls-answered", `tool call ${call.id} has no tool/result at the end of turn ${turn}`)
         }
+        this.turnEnds.push(event.seq)
         this.openTurn = undefined
         this.openStep = undefined
         this.turnCalls.length = 0
@@ -366,6 +376,15 @@ class RuleChecker implements Checker {
             call.answered = true
           }
         }
+        this.results.set(event.seq, id)
+        break
+      }
+      case "compaction/applied":
+      case "compaction/failed": {
+        if (this.openStep !== undefined) {
+          this.violate(event, "compaction-between-steps", `${event.type} while step ${this.openStep} of turn ${this.openTurn} is open`)
+        }
+        if (event.type === "compaction/applied") this.compaction(event, event.data)
         break
       }
       case "agent/status": {
@@ -392,4 +411,50 @@ class RuleChecker implements Checker {
     }
     return this.taken()
   }
+
+  private compaction(event: SessionEvent.SessionEvent, data: SessionEvent.Compaction): void {
+    const lastEnd = this.turnEnds.length === 0 ? -1 : this.turnEnds[this.turnEnds.length - 1]!
+    if (data.kind === "prune") {
+      for (const result of data.results) {
+        const problem = this.results.get(result.seq) !== result.callId
+          ? `names seq ${result.seq} (call ${result.callId}), which is no tool/result of that call after the last summary`
+          : result.seq > lastEnd
+          ? `names seq ${result.seq}, a result of the turn in progress`
+          : this.pruned.has(result.seq)
+          ? `prunes seq ${result.seq} again`
+          : undefined
+        if (problem !== undefined) this.violate(event, "compaction-range", `the prune ${problem}`)
+        this.pruned.add(result.seq)
+      }
+      return
+    }
+    const expectedFrom = this.summarizedThrough + 1
+    if (data.from !== expectedFrom) {
+      this.violate(event, "compaction-range", `the summary starts at seq ${data.from}, not right after the previous one (${expectedFrom})`)
+    }
+    const end = this.turnEnds.indexOf(data.through)
+    if (end < 0) {
+      this.violate(event, "compaction-range", `the summary runs through seq ${data.through}, which is no turn/end after the previous summary`)
+      return
+    }
+    this.summarizedThrough = data.through
+    this.turnEnds.splice(0, end + 1)
+    for (const seq of this.results.keys()) if (seq <= data.through) this.results.delete(seq)
+    for (const seq of this.pruned) if (seq <= data.through) this.pruned.delete(seq)
+  }
 }
+
+/**
+ * The `compacted-history-valid` violations of the history derived after a compaction (the
+ * event): what makes it one a provider refuses (`Derivation.problems`).
+ *
+ * @since 0.1.0
+ * @category rules
+ */
+export const compactedHistory = (event: SessionEvent.SessionEvent, problems: ReadonlyArray<string>): ReadonlyArray<Violation> =>
+  problems.map((problem) => ({
+    rule: "compacted-history-valid" as const,
+    seq: event.seq,
+    type: event.type,
+    message: `the history derived after the compaction is not provider-valid: ${problem}`
+  }))

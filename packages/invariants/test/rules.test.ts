@@ -6,8 +6,8 @@
  * the valid logs the loop writes yield none; what the contract does not cover is pinned.
  */
 import { Rules } from "@dsh/invariants"
-import { Content, Ids } from "@dsh/llm"
-import { type SessionEvent, SessionStore } from "@dsh/session"
+import { Content, History, Ids } from "@dsh/llm"
+import { Derivation, type SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
@@ -75,6 +75,39 @@ const asked = (...ids: ReadonlyArray<Ids.CallId>): Array<Draft> => [...stepping(
 /** A complete first turn of two steps (one tool call), the agent idle again. */
 const oneTurn = (ids: "unique" | "scripted" = "unique") =>
   loop(A, { ids }).idle().turn({ steps: [{ chunks: 2, calls: ["ok"] }, { chunks: 1 }] }).drafts
+
+/** Two complete turns with a tool call each, the agent idle: what compactions name. */
+const twoTurns = () =>
+  loop(A).idle().turn({ steps: [{ chunks: 1, calls: ["ok"] }, { chunks: 1 }] }).turn({
+    steps: [{ chunks: 1, calls: ["ok"] }, { chunks: 1 }]
+  }).drafts
+/** The seq (position) of the first draft of a type matching `where`. */
+const seqOf = (drafts: ReadonlyArray<Draft>, type: string, nth = 1) => {
+  let seen = 0
+  return drafts.findIndex((d) => d.type === type && ++seen === nth)
+}
+const resultCall = (drafts: ReadonlyArray<Draft>, nth = 1) =>
+  (drafts[seqOf(drafts, "tool/result", nth)]!.data as { readonly callId: Ids.CallId }).callId
+const summarize = (from: number, through: number): Draft =>
+  draft("compaction/applied", {
+    kind: "summary",
+    reason: "auto",
+    from,
+    through,
+    summary: "earlier work",
+    model: "m",
+    tokensBefore: 100,
+    tokensAfter: 10
+  })
+const prune = (seq: number, callId: Ids.CallId): Draft =>
+  draft("compaction/applied", {
+    kind: "prune",
+    reason: "auto",
+    results: [{ seq, callId, tool: "t", chars: 5_000 }],
+    tokensBefore: 100,
+    tokensAfter: 10
+  })
+const compactionFailed = draft("compaction/failed", { kind: "summary", reason: "manual", message: "the summarizer failed", code: "LLM_SERVER" })
 
 // ---------------------------------------------------------------------------------------------
 // Breaking logs
@@ -351,7 +384,50 @@ const breaking: ReadonlyArray<Breaking> = [
     "an agent seen before the disposal comes back (it is not a new agent)",
     [idle, agentStatus(B, "idle"), agentStatus(B, "disposed")],
     running
-  )
+  ),
+  // compaction-between-steps
+  breaks("compaction-between-steps", "a failed compaction inside an open step", stepping(), compactionFailed),
+  (() => {
+    const before = [...oneTurn(), running, turnStart(2), user(), stepStart(2, 1)]
+    return breaks("compaction-between-steps", "a summary inside an open step", before, summarize(0, seqOf(before, "turn/end")))
+  })(),
+  // compaction-range
+  (() => {
+    const before = oneTurn()
+    return breaks("compaction-range", "a summary through a seq that is no turn/end", before, summarize(0, seqOf(before, "turn/end") - 1))
+  })(),
+  (() => {
+    const before = oneTurn()
+    return breaks("compaction-range", "a summary that does not start at the first event", before, summarize(3, seqOf(before, "turn/end")))
+  })(),
+  (() => {
+    const first = twoTurns()
+    const end1 = seqOf(first, "turn/end")
+    const before = [...first, summarize(0, end1)]
+    return breaks("compaction-range", "a second summary through the turn/end the first ended at", before, summarize(end1 + 1, end1))
+  })(),
+  (() => {
+    const before = oneTurn()
+    return breaks("compaction-range", "a prune naming an event that is no tool/result", before, prune(2, resultCall(before)))
+  })(),
+  (() => {
+    const before = oneTurn()
+    return breaks("compaction-range", "a prune naming a result with another call's id", before, prune(seqOf(before, "tool/result"), c3))
+  })(),
+  (() => {
+    const before = oneTurn()
+    const at = seqOf(before, "tool/result")
+    return breaks("compaction-range", "a result pruned twice", [...before, prune(at, resultCall(before))], prune(at, resultCall(before)))
+  })(),
+  (() => {
+    const before = [...oneTurn(), running, turnStart(2), user(), stepStart(2, 1), message(2, 1, [c1]), usage(2, 1), call(2, 1, c1), result(2, 1, c1), stepEnd(2, 1)]
+    return breaks("compaction-range", "a prune of a result of the turn in progress", before, prune(seqOf(before, "tool/result", 2), c1))
+  })(),
+  (() => {
+    const first = twoTurns()
+    const before = [...first, summarize(0, seqOf(first, "turn/end"))]
+    return breaks("compaction-range", "a prune of a result the summary replaced", before, prune(seqOf(first, "tool/result"), resultCall(first)))
+  })()
 ]
 
 /** Hand-made events for the two rules the session API cannot break. */
@@ -461,14 +537,29 @@ describe("Rules: every rule has a log that breaks it", () => {
   })
 
   it("the breaking logs exercise exactly the rules of Rules.names, each alone at least once", () => {
+    // compacted-history-valid is checked on the derived history by the Invariants layer: no
+    // log breaks it while derivation keeps its own guarantee (see the test below)
+    const perEvent = Rules.names.filter((rule) => rule !== "compacted-history-valid").sort()
     const exercised = new Set([...breaking.flatMap((c) => c.expected.map((e) => e.rule)), ...handMade.map((c) => c.rule)])
-    expect([...exercised].sort()).toStrictEqual([...Rules.names].sort())
+    expect([...exercised].sort()).toStrictEqual(perEvent)
     const alone = new Set([
       ...breaking.filter((c) => c.expected.length === 1).map((c) => c.expected[0]!.rule),
       ...handMade.map((c) => c.rule)
     ])
-    expect([...alone].sort()).toStrictEqual([...Rules.names].sort())
+    expect([...alone].sort()).toStrictEqual(perEvent)
     expect(Object.keys(Rules.rules)).toStrictEqual(Rules.names)
+  })
+
+  it("compacted-history-valid: what makes a derived history invalid becomes a violation at the compaction", () => {
+    const broken = History.fromIterable([
+      { role: "assistant", content: [Content.toolCall(c1, "t", "{}")] },
+      { role: "user", content: [Content.text("no result in between")] }
+    ])
+    const [event] = toEvents([summarize(0, 0)])
+    const violations = Rules.compactedHistory(event!, Derivation.problems(broken))
+    expect(violations.map(brief)).toStrictEqual([{ rule: "compacted-history-valid", seq: 0, type: "compaction/applied" }])
+    expect(violations[0]!.message).toContain("c1")
+    expect(Rules.compactedHistory(event!, Derivation.problems(Derivation.derive(toEvents(twoTurns()))))).toStrictEqual([])
   })
 
   it("a violation does not stop the checker: later events are still checked", () => {
@@ -501,6 +592,16 @@ interface Valid {
 
 const valid: ReadonlyArray<Valid> = [
   { name: "an empty log", log: [] },
+  (() => {
+    // a prune of turn 1's result, a summary of turn 1, then one of turn 2 (between turns and between a turn's steps), a failed one
+    const first = twoTurns()
+    const [end1, end2] = [seqOf(first, "turn/end"), seqOf(first, "turn/end", 2)]
+    const log = [...first, prune(seqOf(first, "tool/result"), resultCall(first)), summarize(0, end1), compactionFailed]
+    log.push(running, turnStart(3), user(), stepStart(3, 1), message(3, 1), usage(3, 1), stepEnd(3, 1))
+    log.push(prune(seqOf(first, "tool/result", 2), resultCall(first, 2)), summarize(end1 + 1, end2))
+    log.push(stepStart(3, 2), message(3, 2), stepEnd(3, 2), turnEnd(3), idle)
+    return { name: "compactions between turns and between steps, each over what it may name", log }
+  })(),
   { name: "an agent that never ran, then disposed", log: [idle, gone] },
   {
     name: "several turns; steps with chunks and several tool calls, in order and in parallel",

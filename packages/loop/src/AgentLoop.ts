@@ -53,15 +53,16 @@
  *
  * @since 0.1.0
  */
-import { Agents, AgentHooks } from "@dsh/agent"
+import { Agents, AgentHooks, InvalidInputError } from "@dsh/agent"
 import type { Agent } from "@dsh/agent"
-import { Ids } from "@dsh/llm"
-import { Model } from "@dsh/model"
+import { HarnessError, Ids } from "@dsh/llm"
+import { Model, ModelRegistry } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
-import { Closing, FlushCheckpoint, type Session, SessionErrors, SessionStore } from "@dsh/session"
+import { Closing, Compaction, FlushCheckpoint, type Session, SessionErrors, SessionStore } from "@dsh/session"
 import { ToolRegistry } from "@dsh/tools"
-import { Duration, Effect, Layer, type Scope } from "effect"
+import { Duration, Effect, Layer, Option, type Scope } from "effect"
 import { dispose, makeHandle, makeState } from "./internal/agent.ts"
+import { budgetOf, problemsOf as compactionProblems } from "./internal/compaction.ts"
 import { driver, setStatus } from "./internal/driver.ts"
 import { forkable, lastSettingsOf, lastTurnOf } from "./internal/history.ts"
 import { type Env, InsideAgents } from "./internal/state.ts"
@@ -70,7 +71,7 @@ const DEFAULT_MAX_STEPS = 50
 const DEFAULT_MAX_INVALID_ARGS = 3
 const DEFAULT_ABORT_GRACE = Duration.seconds(2)
 
-type CreateError = SessionErrors.SessionExistsError | SessionErrors.SessionLockedError
+type CreateError = SessionErrors.SessionExistsError | SessionErrors.SessionLockedError | InvalidInputError
 
 /**
  * The loop as the `Agents` service.
@@ -92,6 +93,8 @@ export const layer: Layer.Layer<
       prompt: yield* SystemPrompt,
       hooks: yield* AgentHooks
     }
+    // the context windows of the models it serves, when there is one (a Model may be composed without)
+    const registry = Option.getOrUndefined(yield* Effect.serviceOption(ModelRegistry))
     const store = yield* SessionStore
     // the agent driving each session: a session has one writer
     const drivers = new WeakMap<Session.Session, string>()
@@ -99,7 +102,8 @@ export const layer: Layer.Layer<
     const create = (options: Agent.Options): Effect.Effect<Agent.Agent, CreateError, Scope.Scope> =>
       Effect.gen(function*() {
         const agentId = Ids.agentId(options.id ?? crypto.randomUUID())
-        const session = yield* sessionFor(store, options.session ?? {})
+        yield* checkOptions(agentId, options)
+        const session = yield* sessionFor(store, options.session ?? {}, agentId)
         yield* claim(drivers, session, agentId)
         // a log that ends inside a turn (a crash) is closed under the contract before serving
         if (Closing.openTurn(yield* session.events) !== undefined) yield* Closing.closeInterrupted(session)
@@ -112,9 +116,10 @@ export const layer: Layer.Layer<
           maxSteps: options.maxSteps ?? DEFAULT_MAX_STEPS,
           maxInvalidArgs: options.maxInvalidArgs ?? DEFAULT_MAX_INVALID_ARGS,
           abortGrace: options.abortGrace === undefined ? DEFAULT_ABORT_GRACE : Duration.fromInputUnsafe(options.abortGrace),
-          agentScope: yield* Effect.scope
+          agentScope: yield* Effect.scope,
+          budget: budgetOf(options, registry === undefined ? Option.none() : yield* registry.info(options.model))
         }
-        const state = yield* makeState(lastTurnOf(logged), lastSettingsOf(logged))
+        const state = yield* makeState(lastTurnOf(logged), lastSettingsOf(logged), Compaction.lastSummary(logged)?.through ?? -1)
         yield* setStatus(env, state, "idle")
         const outer = yield* InsideAgents
         const fiber = yield* Effect.forkDetach(
@@ -129,10 +134,27 @@ export const layer: Layer.Layer<
   })
 )
 
+/** Refuses options out of their ranges, naming each (a mistake there is found at creation, not mid-session). */
+const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<void, InvalidInputError> => {
+  const problems: Array<string> = []
+  const count = (name: string, value: unknown, min: number) => {
+    if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= min)) {
+      problems.push(`${name} must be an integer ≥ ${min}, got ${HarnessError.describe(value)}`)
+    }
+  }
+  if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
+  count("maxSteps", options.maxSteps, 1)
+  count("maxInvalidArgs", options.maxInvalidArgs, 1)
+  problems.push(...compactionProblems(options.compaction))
+  if (problems.length === 0) return Effect.void
+  return Effect.fail(new InvalidInputError({ message: `agent ${agentId} was not created: ${problems.join("; ")}`, agentId }))
+}
+
 /** The session an agent starts on: created in the store (fresh, seeded or forked), or an open one to resume. */
 const sessionFor = (
   store: SessionStore["Service"],
-  source: Agent.SessionSource
+  source: Agent.SessionSource,
+  agentId: string
 ): Effect.Effect<Session.Session, CreateError, Scope.Scope> =>
   Effect.gen(function*() {
     if ("resume" in source) {
@@ -145,7 +167,7 @@ const sessionFor = (
       }
       return session
     }
-    const seed = "seed" in source ? source.seed : "fork" in source ? forkable(yield* source.fork.events) : undefined
+    const seed = "seed" in source ? source.seed : "fork" in source ? yield* forkOf(source, agentId) : undefined
     const id = source.id === undefined ? {} : { id: source.id }
     return yield* store.create(seed === undefined ? id : { ...id, seed }).pipe(
       Effect.mapError((error) =>
@@ -155,6 +177,20 @@ const sessionFor = (
         })
       )
     )
+  })
+
+/** The log a fork starts from: the source's up to its last completed turn (at or before `through`). */
+const forkOf = (source: { readonly fork: Session.Session; readonly through?: number }, agentId: string) =>
+  Effect.gen(function*() {
+    const { through } = source
+    if (through !== undefined && !(Number.isSafeInteger(through) && through >= 0)) {
+      return yield* new InvalidInputError({
+        message: `a fork of session ${source.fork.id} was refused: through must be a seq (an integer ≥ 0), got ${HarnessError.describe(through)}`,
+        agentId
+      })
+    }
+    const events = yield* source.fork.events
+    return forkable(through === undefined ? events : events.filter((event) => event.seq <= through))
   })
 
 /** Makes the agent the session's one writer until its scope closes. */

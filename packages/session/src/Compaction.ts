@@ -18,7 +18,8 @@
  *
  * @since 0.1.0
  */
-import { Content, History, type Message } from "@dsh/llm"
+import { Content, History, type Message, type ModelRequest } from "@dsh/llm"
+import * as Derivation from "./Derivation.ts"
 import type { Compaction, PrunedResult, SessionEvent } from "./SessionEvent.ts"
 
 /**
@@ -190,19 +191,117 @@ export const defaultPrompt =
   "and repetition. Write plain prose and short lists; do not address anyone."
 
 /**
- * The messages of a summarizing call: the history to summarize, then the request to
- * summarize it (so the model sees the conversation as it was, tool calls included).
+ * The longest a block of the history is quoted in a summarizer's transcript, in characters;
+ * a longer one keeps its start and its end around a note of what was left out.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const maxQuotedChars = 6_000
+
+const quote = (text: string): string => {
+  if (text.length <= maxQuotedChars) return text
+  const head = Math.floor(maxQuotedChars * 0.75)
+  const tail = maxQuotedChars - head
+  return `${text.slice(0, head)}\n[… ${text.length - head - tail} characters left out …]\n${text.slice(text.length - tail)}`
+}
+
+const textOf = (content: ReadonlyArray<Content.ContentBlock | Content.ToolResultContent>): string =>
+  content.map((block) => (block.type === "text" ? block.text : block.type === "image" ? "[an image]" : `[${block.type}]`)).join("\n")
+
+/**
+ * A history as plain text, one entry per block, for a summarizer: provider-neutral (a request
+ * with tool calls but no tool schemas is one some providers refuse) and bounded per block
+ * (see {@link maxQuotedChars}). Reasoning is left out.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const transcript = (history: History.History | ReadonlyArray<Message.Message>): string => {
+  const names = new Map<string, string>()
+  const lines: Array<string> = []
+  for (const message of history) {
+    for (const block of message.content) {
+      switch (block.type) {
+        case "text":
+          if (block.text !== "") lines.push(`[${message.role}]\n${quote(block.text)}`)
+          break
+        case "tool-call":
+          names.set(block.id, block.name)
+          lines.push(`[assistant called tool ${block.name}]\n${quote(block.arguments)}`)
+          break
+        case "tool-result": {
+          const name = names.get(block.toolCallId) ?? "a tool"
+          lines.push(`[result of ${name}${block.isError ? ", an error" : ""}]\n${quote(textOf(block.content))}`)
+          break
+        }
+        case "image":
+          lines.push(`[${message.role}]\n[an image]`)
+          break
+        default:
+          break
+      }
+    }
+  }
+  return lines.join("\n\n")
+}
+
+/**
+ * The messages of a summarizing call: the history as a transcript (see {@link transcript}),
+ * then the request to summarize it within `maxTokens`.
  *
  * @since 0.1.0
  * @category prompts
  */
 export const summaryMessages = (history: History.History, maxTokens: number): History.History =>
-  History.append(history, {
+  History.fromIterable([{
     role: "user",
     content: [
       Content.text(
-        `Summarize the conversation so far for your own later use, in at most ${maxTokens} tokens. ` +
+        `<conversation>\n${transcript(history)}\n</conversation>\n\n` +
+          `Summarize the conversation above for the agent's own later use, in at most ${maxTokens} tokens. ` +
           "Answer with the summary only."
       )
     ]
-  })
+  }])
+
+/**
+ * The part of a history a summary through a `turn/end` replaces: all of it but the messages
+ * the events after that `turn/end` (`after`) derive. At a turn's end nothing awaits a result,
+ * so those messages are exactly the history's tail.
+ *
+ * @since 0.1.0
+ * @category planning
+ */
+export const summarized = (history: History.History, after: ReadonlyArray<SessionEvent>): History.History => {
+  const kept = Derivation.derive(after).length
+  const all = History.toArray(history)
+  return History.fromIterable(all.slice(0, Math.max(0, all.length - kept)))
+}
+
+/**
+ * What a summarizer is asked with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Summarizer {
+  readonly model: string
+  readonly prompt: string
+  readonly maxTokens: number
+}
+
+/**
+ * The request of a summarizing call over `history` (see {@link summarized}): the summarizer's
+ * instruction as the system prompt, the history with the request to summarize it, no tools.
+ * The loop and the replay build it the same way.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const summaryRequest = (history: History.History, summarizer: Summarizer): ModelRequest.ModelRequest => ({
+  model: summarizer.model,
+  system: summarizer.prompt,
+  messages: summaryMessages(history, summarizer.maxTokens),
+  maxTokens: summarizer.maxTokens
+})

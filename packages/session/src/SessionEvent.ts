@@ -123,6 +123,11 @@ export const Compaction = Schema.Union([
     through: Schema.Int,
     summary: Schema.String,
     model: Schema.String,
+    /** The summarizer's instruction and budget, so a replay asks what the recording asked. */
+    prompt: Schema.optionalKey(Schema.String),
+    maxTokens: Schema.optionalKey(Schema.Int),
+    /** What the summarizing call cost. */
+    usage: Schema.optionalKey(Usage.Usage),
     tokensBefore: Schema.Int,
     tokensAfter: Schema.Int
   }),
@@ -244,7 +249,13 @@ export const core = {
     kind: Schema.Literals(["summary", "prune"]),
     reason: CompactionReason,
     message: Schema.String,
-    code: Schema.String
+    code: Schema.String,
+    /** A summary's range, model, instruction and budget: what the failed summarizing call was asked. */
+    from: Schema.optionalKey(Schema.Int),
+    through: Schema.optionalKey(Schema.Int),
+    model: Schema.optionalKey(Schema.String),
+    prompt: Schema.optionalKey(Schema.String),
+    maxTokens: Schema.optionalKey(Schema.Int)
   })
 } as const
 

@@ -53,9 +53,9 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, History, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, Content, HarnessError, History, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { type ModelErrors, ModelRegistry } from "@dsh/model"
-import { Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
+import { Compaction, Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
 import { Context, Effect, type FileSystem, Layer, Predicate, Schema, Stream } from "effect"
 
 // ---------------------------------------------------------------------------------------------
@@ -338,6 +338,11 @@ export type Ending =
 export interface Step {
   /** Its position among the recording's requests (from 1): the replayed request it answers. */
   readonly number: number
+  /**
+   * `model`: a step's model request; `compaction`: a summarizing call, recorded by its
+   * `compaction/applied` (answered with the summary) or `compaction/failed` (with the failure).
+   */
+  readonly kind: "model" | "compaction"
   readonly turn: number
   readonly step: number
   /** The `seq` of its `model/request` event. */
@@ -384,6 +389,7 @@ const close = (open: Open, ended: boolean): Step => {
     : { _tag: "Cut" }
   return {
     number: open.number,
+    kind: "model",
     turn: open.turn,
     step: open.step,
     seq: open.seq,
@@ -414,9 +420,35 @@ export const steps = (
   const open = new Map<string, Open>()
   let settings: SessionEvent.RequestSettings = {}
   let number = 0
+  // every event so far, for the part of the history a summary replaced
+  const seen: Array<SessionEvent.SessionEvent> = []
+  let turn = 0
   const key = (turn: number, step: number) => `${turn}/${step}`
   for (const event of events) {
+    seen.push(event)
     switch (event.type) {
+      case "turn/start":
+        turn = event.data.turn
+        break
+      case "compaction/applied":
+      case "compaction/failed": {
+        if (event.seq < from) break
+        const data = event.data
+        if (data.kind !== "summary" || data.through === undefined || data.model === undefined) break
+        if (unfed.length > 0) {
+          derivation.feed(unfed)
+          unfed = []
+        }
+        const through = seen.findIndex((logged) => logged.seq === data.through)
+        const input = Compaction.summarized(derivation.messages(), seen.slice(through + 1, -1))
+        const request = Compaction.summaryRequest(input, {
+          model: data.model,
+          prompt: data.prompt ?? "",
+          maxTokens: data.maxTokens ?? 0
+        })
+        done.push(compactionStep(++number, turn, event, request))
+        break
+      }
       case "model/request": {
         if (event.data.settings !== undefined) settings = event.data.settings
         if (event.seq < from) break
@@ -476,6 +508,23 @@ export const steps = (
   return done.sort((a, b) => a.number - b.number)
 }
 
+/** The recorded step of a summarizing call: its summary as a text answer, or its failure. */
+const compactionStep = (
+  number: number,
+  turn: number,
+  event: SessionEvent.SessionEvent & { readonly type: "compaction/applied" | "compaction/failed" },
+  request: ModelRequest.ModelRequest
+): Step => {
+  const base = { number, kind: "compaction" as const, turn, step: 0, seq: event.seq, request }
+  if (event.type === "compaction/applied") {
+    const data = event.data as Extract<SessionEvent.Compaction, { readonly kind: "summary" }>
+    const chunks = Assembler.toChunks([Content.text(data.summary)], data.usage === undefined ? {} : { usage: data.usage })
+    return { ...base, chunks, ending: { _tag: "Finished" } }
+  }
+  const { code, message } = event.data as SessionEvent.DataOf<"compaction/failed">
+  return { ...base, chunks: [], ending: code === "ABORTED" ? { _tag: "Interrupted" } : { _tag: "Failed", code, message } }
+}
+
 // ---------------------------------------------------------------------------------------------
 // the replay model
 
@@ -483,6 +532,7 @@ const llmErrors: Record<string, (message: string) => LlmError.LlmError> = {
   LLM_AUTH: (message) => new LlmError.LlmAuthError({ message }),
   LLM_RATE_LIMIT: (message) => new LlmError.LlmRateLimitError({ message }),
   LLM_INVALID_REQUEST: (message) => new LlmError.LlmInvalidRequestError({ message }),
+  LLM_CONTEXT_OVERFLOW: (message) => new LlmError.LlmContextOverflowError({ message }),
   LLM_SERVER: (message) => new LlmError.LlmServerError({ message }),
   LLM_PROTOCOL: (message) => new LlmError.LlmProtocolError({ message }),
   LLM_TRANSPORT: (message) => new LlmError.LlmTransportError({ message })

@@ -24,6 +24,7 @@ import {
   requestAbort,
   settleRun
 } from "./state.ts"
+import { failQueuedCompactions, requestCompaction } from "./manual.ts"
 import { run } from "./run.ts"
 import { closeTurn } from "./turn.ts"
 
@@ -53,7 +54,11 @@ const invalidInput = (env: Env, problem: string) =>
   Effect.fail(new InvalidInputError({ message: `a message for agent ${env.agentId} was refused: ${problem}`, agentId: env.agentId }))
 
 /** The state of a new agent, before its first status. */
-export const makeState = (lastTurn: number, lastSettings: string | undefined): Effect.Effect<AgentState> =>
+export const makeState = (
+  lastTurn: number,
+  lastSettings: string | undefined,
+  summarizedThrough: number
+): Effect.Effect<AgentState> =>
   Effect.gen(function*() {
     const idle = Deferred.makeUnsafe<void>()
     Deferred.doneUnsafe(idle, Effect.void)
@@ -70,7 +75,11 @@ export const makeState = (lastTurn: number, lastSettings: string | undefined): E
       disposing: false,
       lastTurn,
       lastSettings,
-      handle: undefined
+      handle: undefined,
+      compactions: [],
+      size: undefined,
+      summarizedThrough,
+      nothingToCompactAt: undefined
     }
   })
 
@@ -146,7 +155,8 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   status: Effect.sync(() => state.status ?? "idle"),
   statusChanges: SubscriptionRef.changes(state.statusRef),
   events: Stream.unwrap(Effect.map(env.session.seq, (seq) => env.session.streamFrom(seq))),
-  awaitIdle: Effect.suspend(() => Deferred.await(state.idle))
+  awaitIdle: Effect.suspend(() => Deferred.await(state.idle)),
+  compact: () => requestCompaction(env, state)
 })
 
 /**
@@ -181,6 +191,7 @@ export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>):
       abort: { reason: undefined, disposal: true },
       output: undefined
     })
+    failQueuedCompactions(env, state)
     for (const run of runs) yield* settleRun(run)
     becomeIdle(state)
   })

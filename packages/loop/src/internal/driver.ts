@@ -12,6 +12,7 @@ import { Cause, Deferred, Effect, SubscriptionRef } from "effect"
 import { announce } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
 import { type AgentState, becomeIdle, type Env, makeRun, type Pending, settleRun, type TurnReport } from "./state.ts"
+import { runCompaction } from "./manual.ts"
 import { runTurn } from "./turn.ts"
 
 /** Runs turns until the agent is disposed. */
@@ -21,17 +22,22 @@ export const driver = (env: Env, state: AgentState): Effect.Effect<void> =>
       yield* state.wake.await
       yield* state.wake.close
       if (state.disposing) return
-      if (state.queued.length === 0) {
+      if (!hasWork(state)) {
         if (state.current === undefined) becomeIdle(state)
         continue
       }
       yield* setStatus(env, state, "running")
-      while (state.queued.length > 0 && !state.disposing) yield* nextTurn(env, state)
+      // asked-for compactions run between turns, before the messages queued meanwhile
+      while (hasWork(state) && !state.disposing) {
+        yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
+      }
       if (state.disposing) return
       yield* setStatus(env, state, "idle")
-      if (state.queued.length === 0) becomeIdle(state)
+      if (!hasWork(state)) becomeIdle(state)
     }
   })
+
+const hasWork = (state: AgentState): boolean => state.queued.length > 0 || state.compactions.length > 0
 
 /** Runs one turn for the messages queued now, and tells their `agent.run` callers how it ended. */
 const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>

@@ -37,13 +37,13 @@ export const logInTurn = <T extends SessionEvent.CoreType>(
   turn: Turn,
   type: T,
   data: SessionEvent.DataOf<T>,
-  logged?: () => void
+  logged?: (event: SessionEvent.CoreEvent<T>) => void
 ): Effect.Effect<void, HarnessError.HarnessError> => {
   const open = () => !turn.closed
   const append = logged === undefined
     ? env.session.appendIf(open, type, data)
     : Effect.uninterruptible(Effect.map(env.session.appendIf(open, type, data), (event) => {
-      if (event !== undefined) logged()
+      if (event !== undefined) logged(event)
       return event
     }))
   return Effect.flatMap(append, (event) =>

@@ -9,7 +9,8 @@
  *
  * @internal
  */
-import { ErrorCode, HarnessError } from "@dsh/llm"
+import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
+import { ToolErrors } from "@dsh/tools"
 import { Cause, Option } from "effect"
 import { TurnDefectError } from "../LoopError.ts"
 
@@ -56,4 +57,28 @@ export const describeCause = (cause: Cause.Cause<unknown>): Failure => {
   const defect = Cause.findDefect(cause)
   if (defect._tag === "Success") return describeFailure(defect.success)
   return describeFailure(Cause.squash(cause))
+}
+
+/** The typed error a catalog code stands for, for a failure that came as a finish chunk. */
+export const typedError = (code: HarnessError.HarnessError["code"], message: string): HarnessError.HarnessError => {
+  switch (code) {
+    case "LLM_AUTH":
+      return new LlmError.LlmAuthError({ message })
+    case "LLM_RATE_LIMIT":
+      return new LlmError.LlmRateLimitError({ message })
+    case "LLM_INVALID_REQUEST":
+      return new LlmError.LlmInvalidRequestError({ message })
+    case "LLM_CONTEXT_OVERFLOW":
+      return new LlmError.LlmContextOverflowError({ message })
+    case "LLM_PROTOCOL":
+      return new LlmError.LlmProtocolError({ message })
+    case "LLM_TRANSPORT":
+      return new LlmError.LlmTransportError({ message })
+    case "LLM_SERVER":
+      return new LlmError.LlmServerError({ message })
+    case "ABORTED":
+      return new ToolErrors.AbortedError({ message })
+    default:
+      return new TurnDefectError({ message })
+  }
 }

@@ -10,7 +10,7 @@ import type { Agent, AgentHooks } from "@dsh/agent"
 import type { Content, Ids } from "@dsh/llm"
 import type { Model } from "@dsh/model"
 import type { SystemPrompt } from "@dsh/prompt"
-import type { FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
+import type { Compaction, FlushCheckpoint, Session, SessionEvent } from "@dsh/session"
 import type { ToolRegistry } from "@dsh/tools"
 import { Context, Deferred, type Duration, Effect, Exit, type Fiber, type Latch, type Scope, type SubscriptionRef } from "effect"
 import { fire, makeSignal, type Signal, timer } from "./bounded.ts"
@@ -32,6 +32,32 @@ export interface Env {
   readonly abortGrace: Duration.Duration
   /** The scope the agent lives in (closed at its disposal): what its tool calls start to outlive them. */
   readonly agentScope: Scope.Scope
+  /** When and how the history is compacted. */
+  readonly budget: Budget
+}
+
+/** The compaction settings of an agent, resolved (see `Agent.CompactionOptions`). */
+export interface Budget {
+  /** The context window in tokens, when known: without it nothing is compacted automatically. */
+  readonly window: number | undefined
+  /** The share of the window a request may fill; `false`: only on demand and on overflow. */
+  readonly threshold: number | false
+  readonly keepTurns: number
+  /** The size from which old tool results are pruned; `undefined`: never pruned. */
+  readonly pruneMinChars: number | undefined
+  readonly summarizer: Compaction.Summarizer
+}
+
+/** The size of the request as of an event: what the provider reported, or an estimate. */
+export interface Size {
+  /** The last event it accounts for. */
+  readonly seq: number
+  readonly tokens: number
+}
+
+/** `agent.compact()` waiting for the driver. */
+export interface CompactJob {
+  readonly done: Deferred.Deferred<Agent.CompactionReport, Agent.RunError>
 }
 
 /** A message waiting for a turn. */
@@ -111,6 +137,14 @@ export interface AgentState {
   lastSettings: string | undefined
   /** The handle, for listeners; set once it exists. */
   handle: Agent.Agent | undefined
+  /** `agent.compact()` calls waiting for the driver: run between turns, before the queued messages. */
+  readonly compactions: Array<CompactJob>
+  /** The size of the next request as of the last event accounted for; `undefined` after a compaction. */
+  size: Size | undefined
+  /** The `through` of the last summary: nothing before it is read again when planning the next. */
+  summarizedThrough: number
+  /** The turn number as of which compaction found nothing to do (tried again once a later turn ended). */
+  nothingToCompactAt: number | undefined
 }
 
 /** A running turn. */
@@ -134,6 +168,12 @@ export interface Turn {
   readonly invalidArgs: Map<string, number>
   /** The typed answer the turn must give, for `agent.run(input, { output })`. */
   readonly output: Output | undefined
+  /** Whether a step already overflowed the context window (it is retried once after compacting). */
+  overflowed: boolean
+  /** Whether an automatic compaction failed in this turn (it is not tried again until the next). */
+  compactionFailed: boolean
+  /** Whether the failure the turn ends with was logged already (by the step it ended). */
+  failureLogged: boolean
 }
 
 /** An open step. */

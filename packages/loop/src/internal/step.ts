@@ -9,14 +9,13 @@
  * @internal
  */
 import type { Hooks } from "@dsh/agent"
-import { Assembler, type FinishReason, type HarnessError, LlmError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, type FinishReason, type HarnessError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { SessionEvent } from "@dsh/session"
-import { ToolErrors } from "@dsh/tools"
 import { Data, Effect, Stream } from "effect"
 import { uniqueCallIds } from "./calls.ts"
+import { reported } from "./compaction.ts"
 import { logInTurn } from "./events.ts"
-import { TurnDefectError } from "../LoopError.ts"
-import { catalogCode, describeCause } from "./failure.ts"
+import { catalogCode, describeCause, typedError } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
 
@@ -46,27 +45,6 @@ const finishFailure = (code: HarnessError.HarnessError["code"], message: string,
     ...(reportedCode === undefined ? {} : { reportedCode }),
     error: typedError(code, message)
   })
-
-const typedError = (code: HarnessError.HarnessError["code"], message: string): HarnessError.HarnessError => {
-  switch (code) {
-    case "LLM_AUTH":
-      return new LlmError.LlmAuthError({ message })
-    case "LLM_RATE_LIMIT":
-      return new LlmError.LlmRateLimitError({ message })
-    case "LLM_INVALID_REQUEST":
-      return new LlmError.LlmInvalidRequestError({ message })
-    case "LLM_PROTOCOL":
-      return new LlmError.LlmProtocolError({ message })
-    case "LLM_TRANSPORT":
-      return new LlmError.LlmTransportError({ message })
-    case "LLM_SERVER":
-      return new LlmError.LlmServerError({ message })
-    case "ABORTED":
-      return new ToolErrors.AbortedError({ message })
-    default:
-      return new TurnDefectError({ message })
-  }
-}
 
 /** Runs a step to its end. */
 export const runStep = (
@@ -98,8 +76,11 @@ export const runStep = (
       finishReason,
       ...(rewrites === undefined ? {} : { rewrittenCallIds: rewrites })
     }, () => (step.calls = calls))
-    if (assembled.usage !== undefined) {
-      yield* logInTurn(env, state, turn, "usage", { turn: turn.number, step: step.number, usage: assembled.usage })
+    const usage = assembled.usage
+    if (usage !== undefined) {
+      // what the provider counted is the size of the next request, but for what is appended after it
+      yield* logInTurn(env, state, turn, "usage", { turn: turn.number, step: step.number, usage }, (event) =>
+        reported(state, event.seq, usage))
     }
     yield* dispatchTools(env, state, turn, step, calls)
     return { message, hadToolCalls: calls.length > 0 }

@@ -18,11 +18,12 @@ import { Closing, type SessionEvent } from "@dsh/session"
 import { ToolResult } from "@dsh/tools"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import { awaitFiber, graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
+import { compact, compactIfNeeded, isOverflow, type Log } from "./compaction.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
 import { describeCause } from "./failure.ts"
 import * as Output from "./output.ts"
 import type { AgentState, Env, Outcome, Pending, Run, Step, Turn, TurnReport } from "./state.ts"
-import { runStep, type StepResult } from "./step.ts"
+import { runStep, type StepFailure, type StepResult } from "./step.ts"
 
 const completed: Outcome = { _tag: "Completed" }
 const aborted: Outcome = { _tag: "Aborted" }
@@ -80,7 +81,10 @@ const openTurn = (
       dropped: 0,
       step: undefined,
       invalidArgs: new Map(),
-      output: messages.find((pending) => pending.output !== undefined)?.output
+      output: messages.find((pending) => pending.output !== undefined)?.output,
+      overflowed: false,
+      compactionFailed: false,
+      failureLogged: false
     }
     state.turn = turn
     return turn
@@ -99,9 +103,17 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
       number++
       // steering queued before the step is answered by it; only steering that arrives during it forces another
       yield* drainSteering(env, state, turn)
+      yield* compactIfNeeded(env, state, logCompaction(env, state, turn), turn)
       const step: Step = { number, calls: [], results: new Map() }
       yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number }, () => (turn.step = step))
-      const result = yield* runStep(env, state, turn, step)
+      const result = yield* runStep(env, state, turn, step).pipe(
+        Effect.catchIf(
+          (error) => isOverflow(error) && !turn.overflowed,
+          (error) => retryAfterOverflow(env, state, turn, step, error)
+        )
+      )
+      // the step overflowed the window and was closed; the history is compacted: the next step asks again
+      if (result === undefined) continue
       const answer = yield* awaitedAnswer(env, state, turn, result)
       const stuck = answer === "answered" ? undefined : countInvalidArgs(env, turn, step)
       const steered = yield* drainSteering(env, state, turn)
@@ -122,6 +134,40 @@ const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcom
       // steering queued by step-end or continuation listeners forces another step
       if (!proceed && state.steering.length === 0) return completed
     }
+  })
+
+/** Logs a compaction's events as the turn's (dropped once it is closed). */
+const logCompaction = (env: Env, state: AgentState, turn: Turn): Log => (type, data) => logInTurn(env, state, turn, type, data)
+
+/**
+ * A step the provider refused as too long for the context window: the failure is recorded
+ * (an `error` event of the step), the step is closed from the log, and the history compacted
+ * for the overflow. When that compacted anything the step is asked again (once per turn: the
+ * turn then owes nothing); otherwise the turn ends with the step's failure.
+ */
+const retryAfterOverflow = (
+  env: Env,
+  state: AgentState,
+  turn: Turn,
+  step: Step,
+  error: HarnessError.HarnessError | StepFailure
+): Effect.Effect<undefined, HarnessError.HarnessError | StepFailure> =>
+  Effect.gen(function*() {
+    turn.overflowed = true
+    const { code, message } = describeCause(Cause.fail(error))
+    yield* logInTurn(env, state, turn, "error", { turn: turn.number, step: step.number, message, code })
+    const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
+      answer: (call) => step.results.get(call.id) ?? ToolResult.aborted(call, "the request overflowed the context window")
+    })
+    for (const pending of closing) {
+      yield* logInTurn(env, state, turn, pending.type, pending.data as never, () => {
+        if (pending.type === "step/end") turn.step = undefined
+      })
+    }
+    const { report } = yield* compact(env, state, logCompaction(env, state, turn), "overflow")
+    if (report.applied.length > 0) return undefined
+    turn.failureLogged = true
+    return yield* Effect.fail(error)
   })
 
 /**
@@ -250,7 +296,7 @@ export const closeTurn = (
     if (turn.closed) return
     turn.closed = true
     const reason = endReason(turn.run, outcome)
-    if (outcome._tag === "Failed") {
+    if (outcome._tag === "Failed" && !turn.failureLogged) {
       const { code, message, reportedCode } = outcome.failure
       yield* appendAnnounced(env, state, "error", {
         turn: turn.number,
