@@ -1,23 +1,26 @@
 /**
  * The tools `--tools` and `--mcp` ask for, as a Layer registering them into the tool registry.
  *
- * - `--tools none`: no tools.
+ * - `--tools none`: no tools of its own.
  * - `--tools coding`: bash (`@dsh/bash`: `bash`, background jobs) and the file tools
  *   (`@dsh/files`: `read`, `write`, `edit`, `list`, `glob`, `search`) on the working directory,
  *   under the permission policy that asks before writes and commands
  *   (`Policy.askBeforeChanges` of `@dsh/permissions`). Who is asked is the command's
  *   `PermissionPrompt`: the user in chat (y / n / always), nobody in `dsh run` (so asking is
  *   refusing, `TOOL_DENIED`) unless `--yes` approves everything.
+ * - `--mcp <file>`: the tools of the MCP servers the file names (see `McpConfig`), named
+ *   `<server>__<tool>`, under the same policy (it asks before every MCP tool).
  *
  * @since 0.1.0
  */
 import { BashLocal, BashTools } from "@dsh/bash"
 import { Files } from "@dsh/files"
+import { Mcp } from "@dsh/mcp"
 import { PermissionPrompt, Permissions, Policy } from "@dsh/permissions"
-import type { ToolRegistry } from "@dsh/tools"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Effect, Layer } from "effect"
 import type * as Config from "./Config.ts"
-import { ConfigInvalidError } from "./ConfigInvalidError.ts"
+import * as McpConfig from "./McpConfig.ts"
 
 /**
  * A prompt that approves every question (`--yes`).
@@ -28,24 +31,40 @@ import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 export const approveAll: Layer.Layer<PermissionPrompt.PermissionPrompt> = PermissionPrompt.layer(() => Effect.succeed("yes"))
 
 /**
- * The coding tools on a workspace root, under the default policy asking `prompt` (nobody
- * without one).
+ * The coding tools on a workspace root: the file tools and bash.
  *
  * @since 0.1.0
  * @category layers
  */
-export const coding = (root: string, prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined) => {
-  const permissions = Permissions.layer(Policy.askBeforeChanges, { root })
-  return Layer.mergeAll(
-    Files.layer({ root }),
-    BashTools.layer.pipe(Layer.provide(BashLocal.layerWith({ cwd: root }))),
-    prompt === undefined ? permissions : permissions.pipe(Layer.provide(prompt))
+export const coding = (root: string) =>
+  Layer.mergeAll(Files.layer({ root }), BashTools.layer.pipe(Layer.provide(BashLocal.layerWith({ cwd: root }))))
+
+/**
+ * The tools of the MCP servers a `--mcp` file names.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const mcp = (file: string) =>
+  Layer.unwrap(Effect.map(McpConfig.read(file), (config) => Mcp.layer({ servers: McpConfig.servers(config) }))).pipe(
+    Layer.provide(NodeFileSystem.layer)
   )
+
+/**
+ * The permission policy that asks before writes, commands and MCP tools, asking `prompt`
+ * (nobody without one: then asking is refusing).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const permissions = (root: string, prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined) => {
+  const policy = Permissions.layer(Policy.askBeforeChanges, { root })
+  return prompt === undefined ? policy : policy.pipe(Layer.provide(prompt))
 }
 
 /**
- * The capabilities of the settings; `prompt` answers the permission policy's questions
- * (`--yes` answers them all `yes` whatever it is).
+ * The capabilities of the settings on the working directory; `prompt` answers the permission
+ * policy's questions (`--yes` answers them all `yes`, whatever it is).
  *
  * @since 0.1.0
  * @category layers
@@ -54,13 +73,9 @@ export const layer = (
   settings: Config.Settings,
   prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined
 ) => {
-  const tools = settings.tools === "coding" ? coding(process.cwd(), settings.yes ? approveAll : prompt) : Layer.empty
-  const mcp: Layer.Layer<never, ConfigInvalidError, ToolRegistry> = settings.mcp === undefined ? Layer.empty : Layer.effectDiscard(Effect.fail(
-    new ConfigInvalidError({
-      message: "--mcp: MCP servers (@dsh/mcp) are not in this build of dsh yet",
-      field: "mcp",
-      source: "--mcp"
-    })
-  ))
-  return Layer.mergeAll(tools, mcp)
+  const root = process.cwd()
+  const tools = settings.tools === "coding" ? coding(root) : Layer.empty
+  const servers = settings.mcp === undefined ? Layer.empty : mcp(settings.mcp)
+  const guarded = settings.tools === "coding" || settings.mcp !== undefined
+  return Layer.mergeAll(tools, servers, guarded ? permissions(root, settings.yes ? approveAll : prompt) : Layer.empty)
 }

@@ -32,7 +32,6 @@ import * as Io from "./Io.ts"
 import * as LineEditor from "./LineEditor.ts"
 import * as Render from "./Render.ts"
 import * as Report from "./Report.ts"
-import * as Resume from "./Resume.ts"
 import * as Runtime from "./Runtime.ts"
 import * as Screen from "./Screen.ts"
 import * as Store from "./Store.ts"
@@ -570,7 +569,7 @@ const sessions = (context: Context, first: Next) =>
       }
       const id = next.id
       next = yield* Effect.gen(function*() {
-        const resumed = yield* Resume.open(id).pipe(Effect.provideService(Io.Io, silentIo(context)))
+        const resumed = yield* Store.open(id).pipe(Effect.provideService(Io.Io, silentIo(context)))
         return yield* converse(context, { resume: resumed.session }, true)
       }).pipe(Effect.scoped)
     }

@@ -6,11 +6,8 @@
  *
  * @since 0.1.0
  */
-import { JsonlSessions, type SessionEvent } from "@dsh/session"
 import { Effect } from "effect"
 import * as Config from "./Config.ts"
-import * as Io from "./Io.ts"
-import * as Render from "./Render.ts"
 import * as Report from "./Report.ts"
 import * as Run from "./Run.ts"
 import * as Runtime from "./Runtime.ts"
@@ -30,40 +27,6 @@ export interface Input {
 }
 
 /**
- * The position of the first event a resume logged: the first of its `repairs.length` repair
- * events, the last ones of the log (an older resume's repairs come before them).
- *
- * @since 0.1.0
- * @category utils
- */
-export const firstRepairIndex = (events: ReadonlyArray<SessionEvent.SessionEvent>, repairs: number): number => {
-  if (repairs <= 0) return events.length
-  let seen = 0
-  for (let i = events.length - 1; i >= 0; i--) {
-    if (events[i]!.type !== "session/repair") continue
-    if (++seen === repairs) return i
-  }
-  return events.length
-}
-
-/**
- * Resumes the session in the current scope and prints its repairs on stderr; returns the
- * session and the position from which the resume logged.
- *
- * @since 0.1.0
- * @category commands
- */
-export const open = (id: string) =>
-  Effect.gen(function*() {
-    const io = yield* Io.Io
-    const jsonl = yield* JsonlSessions.JsonlSessions
-    const { repairs, session } = yield* jsonl.resume(id)
-    for (const repair of repairs) yield* io.err(`dsh: resume: ${Render.repair(repair)}\n`)
-    const events = yield* session.events
-    return { session, repairs, firstRepair: firstRepairIndex(events, repairs.length), end: events.length }
-  })
-
-/**
  * `dsh resume`.
  *
  * @since 0.1.0
@@ -81,7 +44,7 @@ export const command = (input: Input, env: Config.Environment) =>
     }
     const apiKey = yield* Config.apiKey(settings)
     yield* Effect.gen(function*() {
-      const resumed = yield* open(id)
+      const resumed = yield* Store.open(id)
       const agent = yield* Runtime.agent(settings, { resume: resumed.session })
       yield* Run.turn(agent, prompt, { json: input.json, from: input.json ? resumed.firstRepair : resumed.end, session: id })
     }).pipe(

@@ -1,14 +1,17 @@
 /**
  * The sessions directory as the commands see it: which directory, the sessions in it (newest
- * first, each with its first message), and a session named by its id or a unique prefix of it.
+ * first, each with its first message), a session named by its id or a unique prefix of it, and
+ * a session resumed with what resuming repaired.
  *
  * @since 0.1.0
  */
 import type { Content } from "@dsh/llm"
-import { JsonlSessions, type SessionErrors } from "@dsh/session"
+import { JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
 import { Effect, FileSystem, Option, Path } from "effect"
 import type * as Config from "./Config.ts"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
+import * as Io from "./Io.ts"
+import * as Render from "./Render.ts"
 
 /**
  * The sessions directory of the settings, or the failure saying that `--sessions memory` keeps
@@ -129,3 +132,37 @@ export const localTime = (millis: number): string => {
   const two = (n: number) => String(n).padStart(2, "0")
   return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}`
 }
+
+/**
+ * The position of the first event a resume logged: the first of its `repairs.length` repair
+ * events, the last ones of the log (an older resume's repairs come before them).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const firstRepairIndex = (events: ReadonlyArray<SessionEvent.SessionEvent>, repairs: number): number => {
+  if (repairs <= 0) return events.length
+  let seen = 0
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (events[i]!.type !== "session/repair") continue
+    if (++seen === repairs) return i
+  }
+  return events.length
+}
+
+/**
+ * Resumes the session in the current scope and prints its repairs on stderr; returns the
+ * session and the position from which the resume logged.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const open = (id: string) =>
+  Effect.gen(function*() {
+    const io = yield* Io.Io
+    const jsonl = yield* JsonlSessions.JsonlSessions
+    const { repairs, session } = yield* jsonl.resume(id)
+    for (const repair of repairs) yield* io.err(`dsh: resume: ${Render.repair(repair)}\n`)
+    const events = yield* session.events
+    return { session, repairs, firstRepair: firstRepairIndex(events, repairs.length), end: events.length }
+  })
