@@ -307,20 +307,22 @@ describe.runIf(existsSync("/proc/self/fd"))("confinement (descriptor mode) under
     Effect.gen(function*() {
       const { outside, root } = yield* setup
       const child = spawn(process.execPath, ["-e", flipper, root, outside, "20000"], { stdio: ["ignore", "pipe", "inherit"] })
-      let exited = false
-      const started = new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
-      const exit = new Promise<number | null>((resolve) =>
+      const flipping = { exited: false }
+      const started = new Promise<void>((resolve) => {
+        child.stdout.once("data", () => resolve())
+      })
+      const exit = new Promise<number | null>((resolve) => {
         child.on("exit", (code) => {
-          exited = true
+          flipping.exited = true
           resolve(code)
         })
-      )
+      })
       // start once the flipping has
       yield* Effect.promise(() => started)
       const codes = new Set<string>()
       let calls = 0
       yield* Effect.gen(function*() {
-        while (!exited) {
+        while (!flipping.exited) {
           for (const [name, args] of [["read", { path: "sub/f.txt" }], ["search", { pattern: "TOKEN" }]] as const) {
             const result = yield* run(name, args)
             calls++

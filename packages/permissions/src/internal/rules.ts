@@ -199,8 +199,7 @@ const fits = (pattern: CommandPattern, exact: boolean, count: number): boolean =
  * reserved words costs no more than its length.
  */
 const commandStarts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> => {
-  const next = new Array<number>(words.length + 1)
-  next[words.length] = words.length
+  const next: Array<number> = Array.from({ length: words.length + 1 }, () => words.length)
   for (let i = words.length - 1; i >= 0; i--) {
     const text = words[i]!.text
     if (assignment.test(text) || reserved.has(text)) next[i] = next[i + 1]!
