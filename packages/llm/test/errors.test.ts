@@ -10,7 +10,8 @@ const expected: Record<string, { readonly retryable: boolean }> = {
   LlmInvalidRequestError: { retryable: false },
   LlmServerError: { retryable: true },
   LlmProtocolError: { retryable: false },
-  LlmTransportError: { retryable: true }
+  LlmTransportError: { retryable: true },
+  LlmContextOverflowError: { retryable: false }
 }
 
 type AnyLlmErrorClass = (typeof LlmError.classes)[number]
@@ -25,7 +26,7 @@ const viaJson = (e: LlmError.LlmError): LlmError.LlmError =>
   decodeLlmError(JSON.parse(JSON.stringify(encodeLlmError(e))))
 
 describe("LlmError classes", () => {
-  it("the classes are the six documented ones, each once", () => {
+  it("the classes are the seven documented ones, each once", () => {
     expect(LlmError.classes.map((C) => C.name).sort()).toStrictEqual(Object.keys(expected).sort())
   })
 
@@ -188,7 +189,7 @@ describe("ErrorCode", () => {
     for (const [code, entry] of Object.entries(ErrorCode.catalog)) {
       expect(code).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/)
       expect(entry.meaning.length).toBeGreaterThan(10)
-      expect(entry.raisedBy).toMatch(/^@dsh\/[a-z-]+ \(/)
+      expect(entry.raisedBy).toMatch(/^(@dsh\/[a-z-]+|dsh) \(/)
     }
   })
 
