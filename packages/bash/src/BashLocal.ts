@@ -153,7 +153,6 @@ export const make = (
     const spillPath = (label: string) =>
       path.join(settings.spillDirectory, `dsh-bash-${label}-${crypto.randomUUID().slice(0, 8)}.log`)
 
-
     const timedOut = (timeout: Duration.Duration, output: Bash.Output) =>
       new ToolErrors.ToolTimeoutError({
         tool: "bash",
