@@ -87,7 +87,8 @@ export const limitOf = (budget: Budget): number | undefined =>
 export const reported = (state: AgentState, seq: number, usage: Usage.Usage): void => {
   state.size = {
     seq,
-    tokens: usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens + usage.outputTokens
+    tokens: usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens + usage.outputTokens,
+    settings: settingsChars(state)
   }
 }
 
@@ -101,16 +102,17 @@ const settingsChars = (state: AgentState): number => state.lastSettings?.length 
 export const estimate = (env: Env, state: AgentState): Effect.Effect<number> =>
   Effect.gen(function*() {
     const known = state.size
+    const settings = settingsChars(state)
     if (known !== undefined) {
       const since = yield* env.session.eventsFrom(known.seq + 1)
       if (!since.some((event) => event.type === "compaction/applied")) {
-        return known.tokens + Compaction.tokensOf(Compaction.charsOfEvents(since))
+        return known.tokens + Compaction.tokensOf(Compaction.charsOfEvents(since) + Math.max(0, settings - known.settings))
       }
     }
     const history = yield* env.session.messages
     const seq = (yield* env.session.seq) - 1
-    const tokens = Compaction.tokensOf(Compaction.charsOfHistory(history) + settingsChars(state))
-    state.size = { seq, tokens }
+    const tokens = Compaction.tokensOf(Compaction.charsOfHistory(history) + settings)
+    state.size = { seq, tokens, settings }
     return tokens
   })
 

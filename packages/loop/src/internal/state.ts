@@ -53,6 +53,8 @@ export interface Size {
   /** The last event it accounts for. */
   readonly seq: number
   readonly tokens: number
+  /** The characters of the settings it accounts for (they change with the prompt and the tools). */
+  readonly settings: number
 }
 
 /** `agent.compact()` waiting for the driver. */
