@@ -170,6 +170,38 @@ describe.skipIf(!hasTmux())("dsh chat", slow, () => {
     await fake.close()
   })
 
+  it("/compact summarizes the turns before the newest two; the next request starts from the summary", async () => {
+    const fake = await server([text("One."), text("Two."), text("Three."), text("They said first."), text("Four.")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, "/compact")
+    await t.waitFor("(nothing to compact yet)")
+    for (const [line, answer] of [["First", "One."], ["Second", "Two."], ["Third", "Three."]] as const) {
+      say(t, line)
+      await idle(t, answer)
+    }
+    say(t, "/compact")
+    const compacted = await t.waitFor((s) =>
+      /\(compacted \(manual\): summarized events \d+–\d+ with deepseek-v4-flash · ~[\d,]+ → ~[\d,]+ tokens\)/.test(s)
+    )
+    keep("chat-compact", compacted)
+    say(t, "Fourth")
+    await idle(t, "Four.")
+    // the summarizing call: the summarizer's instruction, the first turn as a transcript, not the kept ones
+    const summarizing = messagesOf(fake.requests()[3])
+    expect(summarizing[0]!.role).toBe("system")
+    expect(summarizing.at(-1)!.content).toContain("First")
+    expect(summarizing.at(-1)!.content).not.toContain("Third")
+    // the next request: the system prompt, the summary, then the two newest turns verbatim
+    const next = messagesOf(fake.requests()[4]).map((m) => m.content)
+    expect(next[1]).toContain("They said first.")
+    expect(next.slice(2)).toStrictEqual(["Second", "Two.", "Third", "Three.", "Fourth"])
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+
   it("dsh resume without an id chats on in the latest session", async () => {
     const fake = await server([text("Noted."), text("You said: remember this.")])
     const home = makeHome()

@@ -11,7 +11,8 @@
  *   with `>>` (`agent.steer`).
  * - Ctrl-C aborts the running turn (`agent.abort`); at the prompt it clears the line, and a
  *   second one in a row exits. Ctrl-D on an empty line exits.
- * - Commands: `/new`, `/sessions`, `/resume <id>`, `/usage`, `/help`, `/exit`.
+ * - Commands: `/new`, `/sessions`, `/resume <id>`, `/compact`, `/usage`, `/help`, `/exit`.
+ * - Each compaction of the history (automatic, `/compact`, or after an overflow) is one line.
  *
  * Each session is an agent in its own scope: `/new` and `/resume` close it (the agent is
  * disposed, its session flushed) and open the next; the keyboard, the screen and the model
@@ -343,6 +344,10 @@ export const onEvent = (context: Context, event: SessionEvent.SessionEvent): voi
     }
     case "session/repair":
       return note(context, `(${Render.repair(event.data)})`)
+    case "compaction/applied":
+    case "compaction/failed":
+      endStream(context)
+      return note(context, `(${Render.compaction(event)})`)
     case "turn/end": {
       endStream(context)
       state.turns++
@@ -410,6 +415,7 @@ const help = [
   "  /new            a new session",
   "  /sessions       the persisted sessions",
   "  /resume <id>    continue a session (an id or a unique prefix)",
+  "  /compact        summarize the older turns now (the newest stay verbatim)",
   "  /usage          this session's usage",
   "  /exit           leave (Ctrl-D too)"
 ].join("\n")
@@ -418,7 +424,7 @@ const usageReport = (state: State): string =>
   `session ${state.sessionId} · ${state.turns} turn${state.turns === 1 ? "" : "s"} · ${Render.usage(state.sessionUsage)}`
 
 /** A slash command: what it prints, and what comes next when it ends the session. */
-const slash = (context: Context, line: string) =>
+const slash = (context: Context, agent: Agent.Agent, line: string) =>
   Effect.gen(function*() {
     const [name = "", ...rest] = line.trim().split(/\s+/)
     const argument = rest.join(" ")
@@ -436,6 +442,15 @@ const slash = (context: Context, line: string) =>
         return undefined
       case "/usage":
         note(context, usageReport(state))
+        return undefined
+      case "/compact":
+        // after the running turn, if any; what it did (or why it failed) is logged and shown as events
+        yield* Effect.forkScoped(
+          agent.compact().pipe(
+            Effect.tap((report) => (report.applied.length === 0 ? Effect.sync(() => note(context, "(nothing to compact yet)")) : Effect.void)),
+            Effect.ignore
+          )
+        )
         return undefined
       case "/new":
         return state.running ? idleOnly() : ({ _tag: "New" } as const)
@@ -475,7 +490,7 @@ const slash = (context: Context, line: string) =>
 const onLine = (context: Context, agent: Agent.Agent, text: string) =>
   Effect.gen(function*() {
     if (text.trim() === "") return undefined
-    if (text.startsWith("/")) return yield* slash(context, text)
+    if (text.startsWith("/")) return yield* slash(context, agent, text)
     if (!context.state.running) {
       yield* agent.send(text)
       return undefined

@@ -189,6 +189,28 @@ export const turnEnd = (reason: SessionEvent.TurnEndReason): string | undefined 
 export const repair = (r: SessionEvent.Repair): string =>
   r.kind === "torn-tail" ? `repaired a torn last line: ${r.message}` : `closed turn ${r.turn}, which a crash left open: ${r.message}`
 
+/**
+ * A compaction as one line: what it did (or why it failed) and the estimated size of the next
+ * request before and after.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const compaction = (
+  event: Extract<SessionEvent.SessionEvent, { readonly type: "compaction/applied" | "compaction/failed" }>
+): string => {
+  if (event.type === "compaction/failed") {
+    return `compaction failed (${event.data.reason}): ${event.data.code}: ${event.data.message}; the history is unchanged`
+  }
+  const data = event.data
+  const what = data.kind === "summary"
+    ? `summarized events ${data.from}–${data.through} with ${data.model}`
+    : `pruned ${data.results.length} old tool result${data.results.length === 1 ? "" : "s"}`
+  return `compacted (${data.reason}): ${what} · ~${tokens(data.tokensBefore)} → ~${tokens(data.tokensAfter)} tokens`
+}
+
+const tokens = (n: number): string => n.toLocaleString("en-US")
+
 // ---------------------------------------------------------------------------------------------
 // a conversation from its log
 

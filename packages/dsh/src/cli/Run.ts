@@ -117,6 +117,9 @@ export const print = (state: PrinterState, event: SessionEvent.SessionEvent, sty
     }
     case "session/repair":
       return { out: "", err: `dsh: resume: ${Render.repair(event.data)}\n` }
+    case "compaction/applied":
+    case "compaction/failed":
+      return { out: breakLine(state), err: `dsh: ${Render.compaction(event)}\n` }
     case "error":
       return state.turnOpen ? { out: "", err: "" } : { out: "", err: `dsh: warning: ${event.data.code}: ${event.data.message}\n` }
     case "turn/end":
