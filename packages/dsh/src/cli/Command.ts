@@ -126,7 +126,7 @@ const run = Command.make(
 ).pipe(
   Command.withDescription(
     "One turn, headless: the answer streams to stdout, tool activity and a usage summary to stderr. " +
-      "The exit status says how the turn ended: 0 completed, 1 error, 2 usage or configuration, 3 limit, 130 aborted."
+      "The exit status says how the turn ended: 0 completed, 1 error, 2 usage or configuration, 3 limit, 5 the event contract broken (--dev), 130 aborted."
   ),
   Command.withShortDescription("One turn, headless"),
   Command.withExamples([
@@ -148,7 +148,7 @@ const chat = Command.make(
   Command.withDescription(
     "An interactive session in the terminal. Ctrl-C aborts the running turn (twice at the prompt: exit). " +
       "A line typed during a turn is queued as the next message; one starting with >> steers the running turn. " +
-      "Commands: /new, /sessions, /resume <id>, /usage, /exit."
+      "Commands: /new, /sessions, /resume <id>, /compact, /usage, /help, /exit (or /quit)."
   ),
   Command.withShortDescription("An interactive session")
 )

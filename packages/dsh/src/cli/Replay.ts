@@ -471,7 +471,7 @@ export const command = (input: Input, env: Config.Environment) =>
     const io = yield* Io.Io
     const verdict = yield* Effect.gen(function*() {
       const recording = yield* recordingOf(loaded, input.file)
-      // the replay is never persisted; with --dev its log is checked like a live one
+      // the replay is never persisted
       const settings: Config.Settings = { ...loaded, sessions: "memory" }
       return yield* replay(settings, recording.events, recording.header.sessionId).pipe(
         Effect.provide(Runtime.layer(settings, Cassette.layer({ events: recording.events }).pipe(Layer.orDie), recordedAnswers(recording.events)))
