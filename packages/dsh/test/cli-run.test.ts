@@ -181,6 +181,13 @@ describe("dsh run: how it ends", slow, () => {
     expect(result.status).toBe(2)
   })
 
+  it("--max-steps below 1 is a usage error like the same value in the config file: CONFIG_INVALID, exit 2", async () => {
+    const home = makeHome()
+    const result = await dsh(home, ["run", "Hi", "--max-steps", "0", "--tools", "none"])
+    expect(result.stderr).toContain("dsh: CONFIG_INVALID: --max-steps: expected a whole number of steps, at least 1, got 0")
+    expect(result.status).toBe(2)
+  })
+
   it("usage errors: an unknown flag, an empty prompt, a bad value — CONFIG_INVALID and where the help is, exit 2", async () => {
     const home = makeHome()
     const flag = await dsh(home, ["run", "--bogus", "Hi"])

@@ -301,6 +301,17 @@ const checkBaseUrl = (candidate: Sourced<string>): Result.Result<string, ConfigI
     )
 }
 
+const checkMaxSteps = (value: number | undefined): Result.Result<number | undefined, ConfigInvalidError> =>
+  value === undefined || (Number.isSafeInteger(value) && value >= 1)
+    ? Result.succeed(value)
+    : Result.fail(
+      new ConfigInvalidError({
+        message: `--max-steps: expected a whole number of steps, at least 1, got ${value}`,
+        field: "maxSteps",
+        source: "--max-steps"
+      })
+    )
+
 const resolveSessions = (candidate: Sourced<string>, env: Environment): Result.Result<Sessions, ConfigInvalidError> => {
   const value = candidate.value.trim()
   if (value === "") {
@@ -352,7 +363,7 @@ export const resolve = (
       sessions: sessions === undefined ? { directory: defaultSessionsDirectory(env) } : yield* resolveSessions(sessions, env),
       tools: flags.tools ?? file.tools ?? "coding",
       mcp: flags.mcp ?? (file.mcp === undefined ? undefined : expand(file.mcp, env)),
-      maxSteps: flags.maxSteps ?? file.maxSteps,
+      maxSteps: (yield* checkMaxSteps(flags.maxSteps)) ?? file.maxSteps,
       showReasoning: flags.hideReasoning === true ? false : file.reasoning !== "hide",
       yes: flags.yes === true,
       dev: flags.dev === true,
