@@ -4,9 +4,10 @@
  *
  * bytes → UTF-8 text (a streaming `TextDecoder`, so a character split across network reads is
  * joined; invalid UTF-8 is an error, not a replacement character) → Server-Sent Events (LF, CRLF
- * or CR line ends, comments, multi-line `data:`, events split anywhere) → each event's `data`
- * parsed as JSON → the {@link Translate} state machine, which checks each event's shape
- * (`Wire`) and turns it into chunks.
+ * or CR line ends, comments, multi-line `data:`, events split anywhere; `@dsh/llm`'s `Sse`
+ * parser, which is faster than `effect/encoding`'s) → each event's `data` parsed as JSON → the
+ * {@link Translate} state machine, which checks each event's shape (`Wire`) and turns it into
+ * chunks.
  *
  * One stage does all the work of a network read, wired into the stream with
  * `Stream.transformPull`: cheaper than a pipeline of per-event stream stages, and it lets the
@@ -26,10 +27,9 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, LlmError, type StreamChunk } from "@dsh/llm"
+import { HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
 import { Array as Arr, Cause, Effect, Pull, Stream } from "effect"
 import { excerpt, fromStreamError } from "./Failure.ts"
-import * as Sse from "./internal/sse.ts"
 import * as Translate from "./Translate.ts"
 
 /**
@@ -56,14 +56,12 @@ export interface Decoder {
 export interface Options {
   /** Names the server in error messages (default `"Anthropic"`). */
   readonly provider?: string
-  /** The largest event, in UTF-16 code units (default 10 MiB). */
+  /** The largest event, in UTF-16 code units (default 10 MiB, `Sse.defaultMaxEventSize`). */
   readonly maxEventSize?: number
 }
 
 /** How much of the body an "ended before message_stop" error quotes when no event was parsed. */
 const headLength = 200
-
-const defaultMaxEventSize = 10 * 1024 * 1024
 
 // What an `event: error` whose data is not JSON reports: the text itself.
 const parseOrText = (data: string): unknown => {
@@ -116,7 +114,7 @@ export const make = (options: Options = {}): Decoder => {
     failure = translator.event(json as Readonly<Record<string, unknown>>, output)
   }
 
-  const parser = Sse.make(event, options.maxEventSize ?? defaultMaxEventSize)
+  const parser = Sse.make(event, options.maxEventSize)
 
   const feedUnsafe = (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     let chunk: string

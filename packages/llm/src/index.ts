@@ -1,7 +1,8 @@
 /**
  * The vocabulary of dsh: content blocks, messages, the structure-sharing message history, the
  * stream-chunk protocol and its block assembler, token usage, finish reasons, model requests,
- * branded ids, the `HarnessError` taxonomy and the one around-middleware shape every seam uses.
+ * branded ids, the `HarnessError` taxonomy, the one around-middleware shape every seam uses, and
+ * the Server-Sent Events parser the model adapters decode their streams with.
  *
  * @since 0.1.0
  */
@@ -32,6 +33,8 @@ export * as ModelInfo from "./ModelInfo.ts"
 export * as ModelRequest from "./ModelRequest.ts"
 /** @since 0.1.0 */
 export * as ScopedList from "./ScopedList.ts"
+/** @since 0.1.0 */
+export * as Sse from "./Sse.ts"
 /** @since 0.1.0 */
 export * as StreamChunk from "./StreamChunk.ts"
 /** @since 0.1.0 */

@@ -275,33 +275,49 @@ const show = (value: unknown): string => {
   return typeof value === "object" ? "an object" : `${typeof value} ${String(value).slice(0, 40)}`
 }
 
-// Each check returns what is wrong where, or undefined. Absent and null pass wherever the
-// Schema says `optional` (an own property holding `undefined` cannot come out of JSON.parse).
-type Check = (value: unknown, at: string) => string | undefined
-
-const wrong = (at: string, expected: string, value: unknown) => `at ${at}: expected ${expected}, got ${show(value)}`
-
-const string: Check = (value, at) => typeof value === "string" ? undefined : wrong(at, "a string", value)
-const count: Check = (value, at) => isCount(value) ? undefined : wrong(at, "a non-negative integer", value)
-
-const fields = (value: Record<string, unknown>, at: string, checks: ReadonlyArray<readonly [string, Check]>) => {
-  for (const [key, check] of checks) {
-    const field = value[key]
-    if (field === undefined || field === null) continue
-    const failure = check(field, `${at}[${JSON.stringify(key)}]`)
-    if (failure !== undefined) return failure
-  }
-  return undefined
+// Each check returns what is wrong, or undefined; the path to it is filled in on the way back
+// up, so that a chunk that is right (nearly all of them) costs no allocation at all. Absent and
+// null pass wherever the Schema says `optional` (an own property holding `undefined` cannot
+// come out of JSON.parse).
+interface Wrong {
+  readonly path: Array<string | number>
+  readonly expected: string
+  readonly value: unknown
 }
 
-const struct = (checks: ReadonlyArray<readonly [string, Check]>): Check => (value, at) =>
-  isRecord(value) ? fields(value, at, checks) : wrong(at, "an object", value)
+type Check = (value: unknown) => Wrong | undefined
 
-const array = (item: Check): Check => (value, at) => {
-  if (!Array.isArray(value)) return wrong(at, "an array", value)
+const wrong = (expected: string, value: unknown): Wrong => ({ path: [], expected, value })
+
+const string: Check = (value) => typeof value === "string" ? undefined : wrong("a string", value)
+const count: Check = (value) => isCount(value) ? undefined : wrong("a non-negative integer", value)
+
+const struct = (shape: ReadonlyArray<readonly [string, Check]>): Check => {
+  const keys = shape.map(([key]) => key)
+  const checks = shape.map(([, check]) => check)
+  return (value) => {
+    if (!isRecord(value)) return wrong("an object", value)
+    for (let i = 0; i < keys.length; i++) {
+      const field = value[keys[i]!]
+      if (field === undefined || field === null) continue
+      const failure = checks[i]!(field)
+      if (failure !== undefined) {
+        failure.path.unshift(keys[i]!)
+        return failure
+      }
+    }
+    return undefined
+  }
+}
+
+const array = (item: Check): Check => (value) => {
+  if (!Array.isArray(value)) return wrong("an array", value)
   for (let i = 0; i < value.length; i++) {
-    const failure = item(value[i], `${at}[${i}]`)
-    if (failure !== undefined) return failure
+    const failure = item(value[i])
+    if (failure !== undefined) {
+      failure.path.unshift(i)
+      return failure
+    }
   }
   return undefined
 }
@@ -322,21 +338,30 @@ const delta = struct([
 
 const choice = struct([["index", count], ["delta", delta], ["finish_reason", string]])
 
-const usage: Check = (value, at) => {
-  if (!isRecord(value)) return wrong(at, "an object", value)
+const usageDetails = struct([
+  ["total_tokens", count],
+  ["prompt_cache_hit_tokens", count],
+  ["prompt_cache_miss_tokens", count],
+  ["prompt_tokens_details", struct([["cached_tokens", count], ["cache_write_tokens", count]])],
+  ["completion_tokens_details", struct([["reasoning_tokens", count]])]
+])
+
+const usage: Check = (value) => {
+  if (!isRecord(value)) return wrong("an object", value)
   for (const key of ["prompt_tokens", "completion_tokens"]) {
-    if (!isCount(value[key])) return wrong(`${at}[${JSON.stringify(key)}]`, "a non-negative integer", value[key])
+    if (!isCount(value[key])) {
+      const failure = wrong("a non-negative integer", value[key])
+      failure.path.push(key)
+      return failure
+    }
   }
-  return fields(value, at, [
-    ["total_tokens", count],
-    ["prompt_cache_hit_tokens", count],
-    ["prompt_cache_miss_tokens", count],
-    ["prompt_tokens_details", struct([["cached_tokens", count], ["cache_write_tokens", count]])],
-    ["completion_tokens_details", struct([["reasoning_tokens", count]])]
-  ])
+  return usageDetails(value)
 }
 
 const chunk = struct([["id", string], ["object", string], ["choices", array(choice)], ["usage", usage]])
+
+const describeWrong = (failure: Wrong): string =>
+  `at the chunk${failure.path.map((key) => `[${JSON.stringify(key)}]`).join("")}: expected ${failure.expected}, got ${show(failure.value)}`
 
 /**
  * Checks a parsed `data:` payload against {@link ChatChunk} without the Schema machinery:
@@ -349,6 +374,6 @@ const chunk = struct([["id", string], ["object", string], ["choices", array(choi
  * @category response
  */
 export const readChunk = (json: unknown): { readonly chunk: ChatChunk } | { readonly wrong: string } => {
-  const failure = chunk(json, "the chunk")
-  return failure === undefined ? { chunk: json as ChatChunk } : { wrong: failure }
+  const failure = chunk(json)
+  return failure === undefined ? { chunk: json as ChatChunk } : { wrong: describeWrong(failure) }
 }
