@@ -72,7 +72,7 @@ describe.skipIf(!hasTmux())("dsh chat", slow, () => {
     await Effect.runPromise(fake.awaitClosedEarly(0))
     say(t, "Hello?")
     const done = await idle(t, "Hello, world!")
-    expect(done).toMatch(/in 10 \(cache hit 0\) · out 2 · [\d.]+s/)
+    expect(done).toMatch(/in 10 \(cache hit 0\) · out 2 · <\$0\.0001 · [\d.]+s/)
     keep("chat-abort", done)
     say(t, "/exit")
     const exited = await t.waitFor("[dsh exited 0]")

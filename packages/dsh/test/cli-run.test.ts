@@ -22,7 +22,7 @@ describe("dsh run", slow, () => {
     const result = await dsh(home, ["run", "Say hello", "--base-url", fake.url, "--tools", "none"])
     await fake.close()
     expect(result.stdout).toBe("Hello, world!\n")
-    expect(result.stderr).toMatch(/^dsh: completed · 1 step · in 10 \(cache hit 0\) · out 3 · [\d.]+s · session (\S+) \(dsh resume \1\)\n$/)
+    expect(result.stderr).toMatch(/^dsh: completed · 1 step · in 10 \(cache hit 0\) · out 3 · <\$0\.0001 · [\d.]+s · session (\S+) \(dsh resume \1\)\n$/)
     expect(result.status).toBe(0)
     const [request] = fake.requests()
     expect(request?.headers["authorization"]).toBe("Bearer sk-test")

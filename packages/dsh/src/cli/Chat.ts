@@ -21,7 +21,7 @@
  * @since 0.1.0
  */
 import type { Agent } from "@dsh/agent"
-import { Usage } from "@dsh/llm"
+import { type ModelInfo, Usage } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { PermissionPrompt, Policy } from "@dsh/permissions"
@@ -90,6 +90,8 @@ export interface State {
   /** The current turn's usage, the session's. */
   turnUsage: Usage.Usage
   sessionUsage: Usage.Usage
+  /** The model's pricing, when its registry entry has one: usage is shown with its cost. */
+  pricing: ModelInfo.Pricing | undefined
   turns: number
   /** The open tool calls: name and when they were called. */
   readonly calls: Map<string, { readonly name: string; readonly time: number }>
@@ -122,6 +124,7 @@ const initialState = (): State => ({
   spinner: 0,
   turnUsage: Usage.empty,
   sessionUsage: Usage.empty,
+  pricing: undefined,
   turns: 0,
   calls: new Map(),
   tone: undefined,
@@ -353,7 +356,7 @@ export const onEvent = (context: Context, event: SessionEvent.SessionEvent): voi
       state.turns++
       const ended = Render.turnEnd(event.data.reason)
       if (ended !== undefined) screen.line(style.yellow(`(${ended})`))
-      note(context, `  ${Render.usage(state.turnUsage)} · ${Render.duration(Date.now() - state.turnStarted)}`)
+      note(context, `  ${Render.usage(state.turnUsage, state.pricing)} · ${Render.duration(Date.now() - state.turnStarted)}`)
       Queue.offerUnsafe(context.submissions, { _tag: "TurnEnded" })
       return
     }
@@ -421,7 +424,7 @@ const help = [
 ].join("\n")
 
 const usageReport = (state: State): string =>
-  `session ${state.sessionId} · ${state.turns} turn${state.turns === 1 ? "" : "s"} · ${Render.usage(state.sessionUsage)}`
+  `session ${state.sessionId} · ${state.turns} turn${state.turns === 1 ? "" : "s"} · ${Render.usage(state.sessionUsage, state.pricing)}`
 
 /** A slash command: what it prints, and what comes next when it ends the session. */
 const slash = (context: Context, agent: Agent.Agent, line: string) =>
@@ -575,6 +578,7 @@ const dispatch = (context: Context, agent: Agent.Agent, submission: Submission) 
 /** Sessions one after the other, until the user exits. */
 const sessions = (context: Context, first: Next) =>
   Effect.gen(function*() {
+    context.state.pricing = yield* Runtime.pricing(context.settings)
     let next: Next = first
     for (;;) {
       if (next._tag === "Exit") return

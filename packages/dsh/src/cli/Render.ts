@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { type Content, History, type Message, Usage } from "@dsh/llm"
+import { type Content, History, type Message, ModelInfo, Usage } from "@dsh/llm"
 import { Derivation, type SessionEvent } from "@dsh/session"
 
 /**
@@ -84,17 +84,23 @@ export const duration = (millis: number): string => {
 const count = (n: number): string => n.toLocaleString("en-US")
 
 /**
- * A usage summary: `in 1,234 (cache hit 1,024) · out 56 (reasoning 12)`.
+ * A usage summary: `in 1,234 (cache hit 1,024) · out 56 (reasoning 12)`, and what it cost,
+ * `· $0.0012`, when the model's pricing is known (its registry entry).
  *
  * @since 0.1.0
  * @category rendering
  */
-export const usage = (u: Usage.Usage): string => {
+export const usage = (u: Usage.Usage, pricing?: ModelInfo.Pricing): string => {
   const input = Usage.totalInput(u)
   const parts = [`in ${count(input)} (cache hit ${count(u.cacheReadTokens)})`, `out ${count(u.outputTokens)}`]
   if (u.reasoningTokens !== undefined) parts[1] += ` (reasoning ${count(u.reasoningTokens)})`
+  if (pricing !== undefined) parts.push(money(ModelInfo.cost(u, pricing)))
   return parts.join(" · ")
 }
+
+/** Dollars: cents from a dollar up, four decimals below (a turn often costs a fraction of a cent). */
+const money = (dollars: number): string =>
+  dollars === 0 ? "$0" : dollars < 0.0001 ? "<$0.0001" : `$${dollars >= 1 ? dollars.toFixed(2) : dollars.toFixed(4)}`
 
 /**
  * The text of tool-result content: text blocks joined, other blocks named.

@@ -46,7 +46,8 @@ export const command = (input: Input, env: Config.Environment) =>
     yield* Effect.gen(function*() {
       const resumed = yield* Store.open(id)
       const agent = yield* Runtime.agent(settings, { resume: resumed.session })
-      yield* Run.turn(agent, prompt, { json: input.json, from: input.json ? resumed.firstRepair : resumed.end, session: id })
+      const pricing = yield* Runtime.pricing(settings)
+      yield* Run.turn(agent, prompt, { json: input.json, from: input.json ? resumed.firstRepair : resumed.end, session: id, pricing })
     }).pipe(
       Effect.scoped,
       Effect.provide(Runtime.layer(settings, Runtime.model(settings, apiKey))),

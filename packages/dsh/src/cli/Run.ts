@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { Agent } from "@dsh/agent"
-import { Usage } from "@dsh/llm"
+import { type ModelInfo, Usage } from "@dsh/llm"
 import { type SessionEvent, SessionEvent as Events } from "@dsh/session"
 import { Deferred, Effect, Exit, Fiber, Schema, type Scope, Stream } from "effect"
 import * as Config from "./Config.ts"
@@ -148,12 +148,17 @@ export const jsonLine = (event: SessionEvent.SessionEvent): string => `${JSON.st
  * @since 0.1.0
  * @category rendering
  */
-export const summary = (state: PrinterState, session: string | undefined, style: Render.Style): string => {
+export const summary = (
+  state: PrinterState,
+  session: string | undefined,
+  style: Render.Style,
+  pricing?: ModelInfo.Pricing
+): string => {
   const reason = state.ended?.reason.kind ?? "not started"
   const took = state.started !== undefined && state.ended !== undefined ? ` · ${Render.duration(state.ended.time - state.started)}` : ""
   const steps = `${state.steps} step${state.steps === 1 ? "" : "s"}`
   const resume = session === undefined ? "" : ` · session ${session} (dsh resume ${session})`
-  return style.dim(`dsh: ${reason} · ${steps} · ${Render.usage(state.usage)}${took}${resume}`) + "\n"
+  return style.dim(`dsh: ${reason} · ${steps} · ${Render.usage(state.usage, pricing)}${took}${resume}`) + "\n"
 }
 
 /** The events of the run: from `from` to the agent's next `idle` after it ran. */
@@ -199,7 +204,12 @@ export const printer = (
 export const turn = (
   agent: Agent.Agent,
   prompt: string,
-  options: { readonly json: boolean; readonly from: number; readonly session: string | undefined }
+  options: {
+    readonly json: boolean
+    readonly from: number
+    readonly session: string | undefined
+    readonly pricing?: ModelInfo.Pricing | undefined
+  }
 ) =>
   Effect.gen(function*() {
     const io = yield* Io.Io
@@ -213,7 +223,7 @@ export const turn = (
     yield* Runtime.verify
     const result = yield* Effect.exit(agent.run(prompt))
     yield* Fiber.join(printing)
-    if (!options.json) yield* io.err(summary(state, options.session, style))
+    if (!options.json) yield* io.err(summary(state, options.session, style, options.pricing))
     yield* Runtime.verify
     if (Exit.isFailure(result)) return yield* Effect.failCause(result.cause)
   })
@@ -279,6 +289,7 @@ export const command = (input: Input, env: Config.Environment) =>
     const id = Runtime.sessionId()
     yield* Effect.gen(function*() {
       const agent = yield* Runtime.agent(settings, { id })
-      yield* turn(agent, prompt, { json: input.json, from: 0, session: settings.sessions === "memory" ? undefined : id })
+      const pricing = yield* Runtime.pricing(settings)
+      yield* turn(agent, prompt, { json: input.json, from: 0, session: settings.sessions === "memory" ? undefined : id, pricing })
     }).pipe(Effect.scoped, Effect.provide(Runtime.layer(settings, Runtime.model(settings, apiKey))), Report.reported(settings))
   })

@@ -9,7 +9,7 @@
 import type { Agent } from "@dsh/agent"
 import { DeepSeek } from "@dsh/deepseek"
 import { Invariants } from "@dsh/invariants"
-import type { ModelErrors, ModelRegistry } from "@dsh/model"
+import { type ModelErrors, ModelRegistry } from "@dsh/model"
 import type { PermissionPrompt } from "@dsh/permissions"
 import { JsonlSessions, type Session, type SessionErrors } from "@dsh/session"
 import { type ToolErrors } from "@dsh/tools"
@@ -106,6 +106,19 @@ export const agent = (settings: Config.Settings, source: Source, options: { read
     session: source,
     ...(settings.maxSteps === undefined ? {} : { maxSteps: settings.maxSteps })
   })
+
+/**
+ * The pricing of the settings' model, when its registry entry has one (usage is then shown
+ * with its cost).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const pricing = (settings: Config.Settings) =>
+  Effect.map(
+    ModelRegistry.use((registry) => registry.info(settings.model)),
+    (info) => Option.getOrUndefined(Option.flatMapNullishOr(info, (entry) => entry.pricing))
+  )
 
 /**
  * With `--dev`: fails with the first violation of the event contract found so far (the checker
