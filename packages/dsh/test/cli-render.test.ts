@@ -7,7 +7,7 @@ import { Usage } from "@dsh/llm"
 import { Profiles } from "@dsh/openai"
 import * as Render from "../src/cli/Render.ts"
 
-const flash = Profiles.deepseek.models.find((m) => m.name === "deepseek-v4-flash")!.pricing!
+const flash = Profiles.deepseek.models!.find((m) => m.name === "deepseek-v4-flash")!.pricing!
 
 describe("Render.usage", () => {
   it("without pricing: tokens only", () => {

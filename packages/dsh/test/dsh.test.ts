@@ -2,6 +2,13 @@
  * The umbrella package: every public module in one import, and the one-call composition.
  */
 import { Agents, Dsh, FlushCheckpoint, Invariants, JsonlSessions, ScriptedModel, SessionStore, Tool, ToolMiddleware, ToolRegistry } from "dsh"
+import * as Umbrella from "dsh"
+import * as AnthropicPackage from "@dsh/anthropic"
+import * as Bash from "@dsh/bash"
+import * as FilesPackage from "@dsh/files"
+import * as McpPackage from "@dsh/mcp"
+import * as OpenAi from "@dsh/openai"
+import * as PermissionsPackage from "@dsh/permissions"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { mkdtempSync, readdirSync } from "node:fs"
@@ -100,5 +107,13 @@ describe("Dsh.layer", () => {
     Effect.gen(function*() {
       expect(typeof Agents).toBe("function")
       expect(typeof SessionStore).toBe("function")
+      // the adapters and the capabilities, as their own packages export them
+      expect(Umbrella.OpenAiCompat.layer).toBe(OpenAi.OpenAiCompat.layer)
+      expect(Umbrella.Profiles.ollama).toBe(OpenAi.Profiles.ollama)
+      expect(Umbrella.Anthropic.layer).toBe(AnthropicPackage.Anthropic.layer)
+      expect(Umbrella.BashTools.layer).toBe(Bash.BashTools.layer)
+      expect(Umbrella.Files.layer).toBe(FilesPackage.Files.layer)
+      expect(Umbrella.Mcp.layer).toBe(McpPackage.Mcp.layer)
+      expect(Umbrella.Policy.askBeforeChanges).toBe(PermissionsPackage.Policy.askBeforeChanges)
     }))
 })
