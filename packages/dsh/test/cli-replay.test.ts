@@ -41,6 +41,18 @@ describe("dsh replay", slow, () => {
     expect(byId.status).toBe(0)
   })
 
+  it("a session that stopped at its --max-steps limit replays identically without the flag", async () => {
+    const home = makeHome()
+    const fake = await server([toolCall("lookup", { q: "x" }, { say: "Let me look." })])
+    const recorded = await dsh(home, ["run", "Loop", "--max-steps", "1", "--base-url", fake.url, "--tools", "none"])
+    await fake.close()
+    expect(recorded.status).toBe(3)
+    const id = /session (\S+) \(dsh resume/.exec(recorded.stderr)![1]!
+    const replayed = await replay(home, [id, "--tools", "none"])
+    expect(replayed.stderr).toMatch(/replays identically: 1 turn, 1 model request/)
+    expect(replayed.status).toBe(0)
+  })
+
   it("a changed prompt: REPLAY_MISMATCH naming the first difference (the system prompt); exit 4", async () => {
     const home = makeHome()
     const { file } = await recordReading(home)

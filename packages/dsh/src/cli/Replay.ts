@@ -364,6 +364,29 @@ const replaySegment = (
     return result
   }).pipe(Effect.scoped)
 
+/** The loop's step limit when none is given (`Agent.Options.maxSteps`). */
+const LOOP_MAX_STEPS = 50
+
+/**
+ * The step limit the recording ran under, as far as the log shows it — a step limit is not a
+ * setting a replay compares, like the prompt or the tools, so it is taken from the recording:
+ * the number of steps of a turn that ended at the `max-steps` limit; else no fewer than the
+ * most steps a recorded turn took, and at least `configured`.
+ *
+ * @since 0.1.0
+ * @category replaying
+ */
+export const recordedMaxSteps = (recorded: ReadonlyArray<SessionEvent.SessionEvent>, configured: number): number => {
+  let steps = 0
+  let most = 0
+  for (const event of recorded) {
+    if (event.type === "turn/start") steps = 0
+    else if (event.type === "step/start") most = Math.max(most, ++steps)
+    else if (event.type === "turn/end" && event.data.reason.kind === "limit" && event.data.reason.name === "max-steps") return steps
+  }
+  return Math.max(configured, most)
+}
+
 /**
  * Replays a recording; returns the verdict.
  *
@@ -374,11 +397,12 @@ export const replay = (settings: Config.Settings, recorded: ReadonlyArray<Sessio
   Effect.gen(function*() {
     const planned = plan(recorded)
     const model = planned.model ?? settings.model
+    const maxSteps = recordedMaxSteps(recorded, settings.maxSteps ?? LOOP_MAX_STEPS)
     const store = yield* SessionStore
     const session = yield* store.create({ id: sessionId })
     let cut: { readonly seq: number; readonly why: string } | undefined
     for (const segment of planned.segments) {
-      const stop = yield* replaySegment(settings, recorded, model, session, segment)
+      const stop = yield* replaySegment({ ...settings, maxSteps }, recorded, model, session, segment)
       if (stop._tag === "Cut") {
         cut = stop
         break
