@@ -170,6 +170,19 @@ describe.skipIf(!hasTmux())("dsh chat", slow, () => {
     await fake.close()
   })
 
+  it("a >> line at the idle prompt is a message without the prefix", async () => {
+    const fake = await server([text("Brief it is.")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, ">> be brief")
+    await idle(t, "Brief it is.")
+    expect(messagesOf(fake.requests()[0]).at(-1)).toStrictEqual({ role: "user", content: "be brief" })
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+
   it("/compact summarizes the turns before the newest two; the next request starts from the summary", async () => {
     const fake = await server([text("One."), text("Two."), text("Three."), text("They said first."), text("Four.")])
     const home = makeHome()

@@ -495,7 +495,9 @@ const onLine = (context: Context, agent: Agent.Agent, text: string) =>
     if (text.trim() === "") return undefined
     if (text.startsWith("/")) return yield* slash(context, agent, text)
     if (!context.state.running) {
-      yield* agent.send(text)
+      // steering with nothing running is a message, as agent.steer makes it: without the prefix
+      const message = text.startsWith(steerPrefix) ? text.slice(steerPrefix.length).trim() : text
+      if (message !== "") yield* agent.send(message)
       return undefined
     }
     if (text.startsWith(steerPrefix)) {
