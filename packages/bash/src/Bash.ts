@@ -42,7 +42,7 @@ export interface CommandOptions {
   readonly command: string
   /** The working directory; a relative one is resolved against the backend's. Defaults to the backend's. */
   readonly cwd?: string | undefined
-  /** Variables set over the backend's base environment for this command only. */
+  /** Variables set over the backend's base environment for this command only (a name that is empty or holds `=` is `COMMAND_FAILED`). */
   readonly env?: Readonly<Record<string, string>> | undefined
 }
 

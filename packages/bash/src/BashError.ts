@@ -11,8 +11,9 @@ import { Schema } from "effect"
 
 /**
  * A command could not be started or watched: the shell is missing, the working directory does
- * not exist or is not a directory, the command holds a NUL character, spawning failed. The
- * message says which, naming the command's working directory.
+ * not exist or is not a directory, the command or a variable holds a NUL character, a variable's
+ * name is empty or holds `=`, spawning failed. The message says which, naming the command's
+ * working directory.
  *
  * @since 0.1.0
  * @category errors

@@ -78,6 +78,23 @@ describe("Bash.run", () => {
       expect(noShell.message).toContain(`the shell "${join(dir, "no-such-shell")}" was not found`)
     }))
 
+  it.live("an environment variable name that is empty or holds = is COMMAND_FAILED, not another variable set", () =>
+    Effect.gen(function*() {
+      // `A=B` set to `x` would be the entry `A=B=x`: the variable A, set to `B=x`
+      const withEquals = yield* run({ command: "echo \"[$A]\"", env: { "A=B": "x" } }).pipe(Effect.flip)
+      expect(withEquals.code).toBe("COMMAND_FAILED")
+      expect(withEquals.message).toBe(
+        `The command could not be started: the environment variable name "A=B" is not valid (a name is not empty and holds no "=")`
+      )
+      expect((yield* run({ command: "true", env: { "": "x" } }).pipe(Effect.flip)).code).toBe("COMMAND_FAILED")
+      // a job is refused the same way, and none is left behind
+      const job = yield* Bash.Bash.use((bash) => bash.start({ command: "true", env: { "PATH=/tmp": "x" } })).pipe(Effect.flip)
+      expect(job.code).toBe("COMMAND_FAILED")
+      expect(yield* Bash.Bash.use((bash) => bash.jobs)).toStrictEqual([])
+      // a value may hold anything but NUL
+      expect((yield* run({ command: "echo \"[$A]\"", env: { A: "B=x y" } })).output.text).toBe("[B=x y]\n")
+    }).pipe(Effect.provide(BashLocal.layer)))
+
   it.live("stdin is closed: a command reading it gets end-of-file instead of hanging", () =>
     Effect.gen(function*() {
       const result = yield* run({ command: "cat; read line || echo eof" })

@@ -94,6 +94,40 @@ describe("write", () => {
       }).pipe(Effect.provide(filesLayer(root)))
     }).pipe(Effect.scoped))
 
+  it.effect("a path ending in / names a directory: no file is written under its name, as the system would refuse", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "a.txt": "one\n" })
+      const refusal = (path: string) =>
+        `Cannot write ${JSON.stringify(path)}: a path ending in "/" names a directory, not a file; give the file's name ` +
+        "(write creates the missing directories on its way)"
+      yield* Effect.gen(function*() {
+        expect(yield* run("write", { path: "new/", content: "x" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: refusal("new/")
+        })
+        expect((yield* run("write", { path: "new/.", content: "x" })).text).toBe(refusal("new/."))
+        expect((yield* run("write", { path: "a.txt/", content: "x" })).text).toBe(refusal("a.txt/"))
+        // no directory is created on the way to it either
+        expect((yield* run("write", { path: "sub/new/", content: "x" })).code).toBe("FILE_NOT_FOUND")
+        // a directory that is there is a directory, as before
+        mkdirSync(join(root, "dir"))
+        expect((yield* run("write", { path: "dir/", content: "x" })).text).toBe(`Cannot write "dir/": EISDIR (it is a directory)`)
+        // read and edit refuse a file named as a directory
+        expect(yield* run("read", { path: "a.txt/" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `Cannot read "a.txt/": it is a file, not a directory (give its path without the trailing "/")`
+        })
+        expect((yield* run("edit", { path: "a.txt/", old: "one", new: "1" })).text).toBe(
+          `Cannot edit "a.txt/": it is a file, not a directory (give its path without the trailing "/")`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(readdirSync(root).sort()).toStrictEqual(["a.txt", "dir"])
+      expect(content(root, "a.txt")).toBe("one\n")
+    }).pipe(Effect.scoped))
+
   it.effect("a rename that fails leaves the old file untouched and no temporary file behind", () =>
     Effect.gen(function*() {
       const root = yield* tempDir

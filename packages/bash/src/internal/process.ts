@@ -6,7 +6,7 @@
  * @internal
  */
 import { HarnessError } from "@dsh/llm"
-import { type Duration, Effect, type PlatformError, Predicate, Stream } from "effect"
+import { type Duration, Effect, type PlatformError, Predicate, type Scope, Stream } from "effect"
 import { ChildProcess, type ChildProcessSpawner } from "effect/process"
 import type * as Bash from "../Bash.ts"
 import { CommandFailedError } from "../BashError.ts"
@@ -123,14 +123,32 @@ export const commandFailed = (
     cause: error
   })
 
+// An environment entry is `name=value`: a name that is empty or holds "=" would set another
+// variable than the one named (`{"A=B": "x"}` is `A` set to `B=x`), so it is refused.
+const badEnvName = (env: Bash.CommandOptions["env"]): string | undefined =>
+  Object.keys(env ?? {}).find((name) => name === "" || name.includes("="))
+
 /** Spawns the command in the current scope; any failure to start, thrown or not, is `COMMAND_FAILED`. */
 export const spawn = (
   spawner: ChildProcessSpawner.ChildProcessSpawner["Service"],
   settings: Settings,
   options: Bash.CommandOptions,
   cwd: string
-) =>
-  spawner.spawn(commandOf(settings, options, cwd)).pipe(
+): Effect.Effect<ChildProcessSpawner.ChildProcessHandle, CommandFailedError, Scope.Scope> => {
+  const bad = badEnvName(options.env)
+  if (bad !== undefined) {
+    return Effect.fail(
+      new CommandFailedError({
+        command: options.command,
+        cwd,
+        message: `The command could not be started: the environment variable name ${
+          JSON.stringify(bad)
+        } is not valid (a name is not empty and holds no "=")`
+      })
+    )
+  }
+  return spawner.spawn(commandOf(settings, options, cwd)).pipe(
     Effect.catchDefect((defect) => Effect.fail(defect)),
     Effect.mapError((error) => commandFailed(error, { command: options.command, cwd, shell: settings.shell, doing: "started" }))
   )
+}

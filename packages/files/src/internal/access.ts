@@ -104,6 +104,13 @@ export const expectDirectory = (
   }
 }
 
+/**
+ * Whether the path the model gave names a directory by its form: it ends with `/` (or `/.`),
+ * as `src/` does. The system refuses such a path where a file is meant (`ENOTDIR` for a file,
+ * `EISDIR` when creating one), and so do the tools, rather than drop the slash.
+ */
+export const namesDirectory = (input: string): boolean => /\/\.?$/.test(input)
+
 /** The regular file an entry names, or the error saying what it is instead. */
 export const expectFile = (
   entry: Entry,
@@ -112,7 +119,15 @@ export const expectFile = (
 ): Effect.Effect<Extract<Entry, { readonly _tag: "File" }>, FileIoError | SystemFailure> => {
   switch (entry._tag) {
     case "File":
-      return Effect.succeed(entry)
+      return namesDirectory(input)
+        ? Effect.fail(
+          new FileIoError({
+            path: input,
+            systemCode: "ENOTDIR",
+            message: `Cannot ${verb} ${show(input)}: it is a file, not a directory (give its path without the trailing "/")`
+          })
+        )
+        : Effect.succeed(entry)
     case "Missing":
       return Effect.fail(new SystemFailure({ systemCode: "ENOENT" }))
     case "Directory":

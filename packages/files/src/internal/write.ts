@@ -7,7 +7,8 @@
  */
 import { Tool } from "@dsh/tools"
 import { Effect, Schema } from "effect"
-import { access, pathParameter, type Settings } from "./access.ts"
+import { FileIoError } from "../FileError.ts"
+import { access, namesDirectory, pathParameter, type Settings } from "./access.ts"
 import { createExclusive } from "./descriptor.ts"
 import { recordChange } from "./events.ts"
 import { failure, make as systemFailure, show, type SystemFailure } from "./system.ts"
@@ -69,9 +70,19 @@ export const make = (settings: Settings) =>
     parameters: WriteParameters,
     execute: ({ content, path }) => {
       const created: Array<ReadonlyArray<string>> = []
+      // `new/` names a directory: no file is created under the name, and no directory on the way
+      const directory = namesDirectory(path)
       return access(settings, "write", "write", path, ({ entry, rel }) =>
         Effect.gen(function*() {
           if (entry._tag === "Directory") return yield* systemFailure("EISDIR")
+          if (directory) {
+            return yield* new FileIoError({
+              path,
+              systemCode: "EISDIR",
+              message: `Cannot write ${show(path)}: a path ending in "/" names a directory, not a file; give the ` +
+                "file's name (write creates the missing directories on its way)"
+            })
+          }
           if (entry._tag === "Other") return yield* systemFailure("EINVAL")
           const bytes = new TextEncoder().encode(content)
           const mode = entry._tag === "File" ? entry.stat.mode : undefined
@@ -94,6 +105,6 @@ export const make = (settings: Settings) =>
             : `${what}\nCreated the director${created.length === 1 ? "y" : "ies"} ${
               created.map((d) => show(shownRel(d))).join(", ")
             }`
-        }), { createDirectories: created })
+        }), directory ? {} : { createDirectories: created })
     }
   })
