@@ -62,6 +62,12 @@ export const name = "permissions"
 export interface Options {
   /** Where it sits in the chain; default {@link order}. */
   readonly order?: number | undefined
+  /**
+   * What a refusal tells the model when the policy asks and no `PermissionPrompt` is provided
+   * (e.g. an application's headless mode: "nobody is asked in headless runs; …"); by default
+   * that no one can be asked.
+   */
+  readonly unattended?: string | undefined
 }
 
 /** A session's "always" rules, read from its log up to `seq`. */
@@ -74,6 +80,7 @@ interface State {
   readonly policy: Policy.Policy
   readonly prompt: Option.Option<PermissionPrompt.PermissionPrompt["Service"]>
   readonly registry: ToolRegistry["Service"]
+  readonly unattended: string
   /** One question at a time, for every agent this middleware serves. */
   readonly oneQuestion: Semaphore.Semaphore
   /** Keyed by the session object: an entry goes with its session. */
@@ -192,7 +199,7 @@ const settle = (
     }
     const asker = Policy.source(state.policy, verdict.rule)
     if (Option.isNone(state.prompt)) {
-      const reason = `the permission policy asks the user (${asker}), and there is no one to ask: no PermissionPrompt is provided`
+      const reason = `the permission policy asks the user (${asker}), and ${state.unattended}`
       yield* record(where, call, "deny", verdict.rule, reason)
       return denied(reason)
     }
@@ -273,6 +280,7 @@ export const middleware = (
       policy,
       prompt: yield* Effect.serviceOption(PermissionPrompt.PermissionPrompt),
       registry: yield* ToolRegistry,
+      unattended: options?.unattended ?? "there is no one to ask: no PermissionPrompt is provided",
       oneQuestion: yield* Semaphore.make(1),
       sessions: new WeakMap()
     }
