@@ -31,7 +31,8 @@ describe("dsh run --mcp", slow, () => {
     expect(result.stdout).toBe("It echoed.\n")
     expect(result.status).toBe(0)
     // the first request offered the server's tools; the second carried the tool's answer
-    const tools = (fake.requests()[0]?.json as { tools?: ReadonlyArray<{ function: { name: string } }> }).tools ?? []
+    const first = fake.requests()[0]?.json as { tools?: ReadonlyArray<{ function: { name: string } }> } | undefined
+    const tools = first?.tools ?? []
     expect(tools.map((t) => t.function.name)).toContain("everything__echo")
     expect(messagesOf(fake.requests()[1]).find((m) => m.role === "tool")?.content).toContain("hello over MCP")
   })
