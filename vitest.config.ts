@@ -16,7 +16,8 @@ export default defineConfig({
     include: ["packages/*/test/**/*.test.ts", "scripts/test/**/*.test.ts"],
     testTimeout: 30_000,
     pool: "forks",
-    // logs "dsh tests on node vX (path)" and fails below package.json engines.node (>= 22.19)
-    globalSetup: ["scripts/vitest-global-setup.ts"]
+    // logs "dsh tests on node vX (path)" and fails below package.json engines.node (>= 22.19);
+    // then starts a throw-away PostgreSQL unless DSH_PG_URL names one (scripts/postgres.ts)
+    globalSetup: ["scripts/vitest-global-setup.ts", "scripts/vitest-postgres-setup.ts"]
   }
 })

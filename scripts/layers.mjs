@@ -28,6 +28,7 @@ export const LAYERS = Object.freeze([
   { name: "vocabulary + errors", packages: ["llm"] },
   { name: "model seam", packages: ["model"] },
   { name: "session", packages: ["session"] },
+  { name: "session stores", packages: ["sql-sessions"] },
   { name: "system prompt", packages: ["prompt"] },
   { name: "tools", packages: ["tools"] },
   { name: "agent", packages: ["agent"] },

@@ -147,15 +147,15 @@ export const catalog = {
     raisedBy: "@dsh/session (SessionExistsError), raised by the session store"
   },
   SESSION_LOCKED: {
-    meaning: "A session already has a writer: another process holds its file's lock, or another agent drives it; the message names the holder.",
-    raisedBy: "@dsh/session (SessionLockedError), raised by JsonlSessions and by Agents.create"
+    meaning: "A session already has a writer: another process holds its file's lock or its PostgreSQL writer lock, another writer wrote the same seq first, or another agent drives it; the message names the holder.",
+    raisedBy: "@dsh/session (SessionLockedError), raised by JsonlSessions, by PgSessions (@dsh/sql-sessions) and by Agents.create"
   },
   PERSISTENCE: {
     meaning: "A flush hook failed to persist a session (I/O error, unencodable event); the agent reports it and goes on.",
     raisedBy: "@dsh/session (PersistenceError), raised by the flush checkpoint and persistence layers"
   },
   CORRUPT_LOG: {
-    meaning: "A persisted session log has a malformed line (not JSON, not a known event, wrong header) other than a torn last line; the message names the file and line.",
+    meaning: "A persisted session log has a malformed line (not JSON, not a known event, wrong header) other than a torn last line, or a PostgreSQL row that does not decode; the message names the file and line (for PostgreSQL the table, the session and the seq).",
     raisedBy: "@dsh/session (CorruptLogError), raised when loading a persisted session"
   },
   PROMPT_SECTION: {

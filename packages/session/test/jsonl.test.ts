@@ -10,7 +10,7 @@ import {
 } from "@dsh/session"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Effect, Layer, Schema, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
@@ -18,6 +18,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as FaultyFs from "./fixtures/faulty-fs.ts"
 import { contractViolations, providerViolations } from "./helpers.ts"
+
+// What only the JSONL store has: its file format, torn lines, file-system faults, and the
+// details of its files. The contract it shares with the PostgreSQL store (write-behind and
+// durability, closing, resume, fork, one writer, typed failures, list) is one suite run
+// against both: packages/sql-sessions/test/contract/suite.ts.
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -141,74 +146,6 @@ describe("JsonlSessions: format and write-behind", () => {
         expect(lines(join(directory, "empty.jsonl"))).toHaveLength(3)
       })
     ))
-
-  it.effect("concurrent flushes of one session write every event exactly once", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const session = yield* (yield* SessionStore).create({ id: "c" })
-        yield* Effect.forEach(
-          Array.from({ length: 30 }, (_, i) => i),
-          () => Effect.andThen(appendMany(session, 4), flush(session)),
-          { concurrency: "unbounded", discard: true }
-        )
-        yield* flush(session)
-        const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("c")
-        expect(loaded.events).toStrictEqual(yield* session.events)
-        expect(loaded.events).toHaveLength(120)
-      }))
-    ))
-
-  it.effect("sessions flush concurrently, each into its own file", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const store = yield* SessionStore
-        const sessions = yield* Effect.forEach(["x", "y", "z"], (id) => store.create({ id }))
-        yield* Effect.forEach(sessions, (s) => Effect.andThen(appendMany(s, 3), flush(s)), { concurrency: "unbounded" })
-        for (const id of ["x", "y", "z"]) expect(lines(join(directory, `${id}.jsonl`))).toHaveLength(4)
-      }))
-    ))
-})
-
-describe("JsonlSessions: closing", () => {
-  it.live("a session is flushed when it closes", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* Effect.scoped(Effect.flatMap(store.create({ id: "closing" }), (s) => appendMany(s, 3)))
-        const file = join(directory, "closing.jsonl")
-        // the close is noticed by the layer's own fiber: wait for its write, bounded
-        for (let i = 0; i < 400 && lines(file).length < 4; i++) yield* Effect.sleep("5 millis")
-        expect(lines(file)).toHaveLength(4)
-      }))
-    ))
-
-  it.effect("closing the layer flushes a session that closed before the layer noticed it", () =>
-    withDirectory((directory) =>
-      Effect.gen(function*() {
-        yield* persisted(directory, Effect.gen(function*() {
-          const store = yield* SessionStore
-          yield* Effect.scoped(Effect.flatMap(store.create({ id: "quick" }), (s) => appendMany(s, 3)))
-        }))
-        expect(lines(join(directory, "quick.jsonl"))).toHaveLength(4)
-      })
-    ))
-
-  it.effect("closing the layer flushes the sessions that are still open", () =>
-    withDirectory((directory) =>
-      Effect.gen(function*() {
-        const layerScope = yield* Scope.make()
-        const services = yield* Layer.buildWithScope(Live(directory), layerScope)
-        const session = yield* withSession({ id: "open" }, Effect.succeed).pipe(Effect.provideContext(services))
-        yield* appendMany(session, 2)
-        yield* flush(session).pipe(Effect.provideContext(services))
-        yield* appendMany(session, 3)
-        const file = join(directory, "open.jsonl")
-        expect(lines(file)).toHaveLength(3)
-        yield* Scope.close(layerScope, Exit.void)
-        expect(lines(file)).toHaveLength(6)
-        expect(yield* session.closed).toBe(false)
-      })
-    ))
 })
 
 describe("JsonlSessions: resume and fork", () => {
@@ -292,20 +229,6 @@ describe("JsonlSessions: resume and fork", () => {
       })
     ))
 
-  it.effect("resuming a session that is open is SESSION_EXISTS, and leaves its file alone", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const session = yield* (yield* SessionStore).create({ id: "busy" })
-        yield* appendMany(session, 2)
-        yield* flush(session)
-        const before = read(join(directory, "busy.jsonl"))
-        const error = yield* Effect.flip((yield* JsonlSessions.JsonlSessions).resume("busy"))
-        expect(error._tag).toBe("SessionExistsError")
-        expect(error.code).toBe("SESSION_EXISTS")
-        expect(read(join(directory, "busy.jsonl"))).toBe(before)
-      }))
-    ))
-
   it.effect("a resumed session keeps the creation time of its file's header, not the time of the resume", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
@@ -323,19 +246,6 @@ describe("JsonlSessions: resume and fork", () => {
         expect(error.message).toContain(join(directory, "nobody.jsonl"))
         // the lock taken to read the file is given back
         expect(readdirSync(directory)).toStrictEqual([])
-      }))
-    ))
-
-  it.effect("a session resumed after its earlier self closed in the same layer continues the file", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const store = yield* SessionStore
-        yield* Effect.scoped(Effect.flatMap(store.create({ id: "again" }), (s) => Effect.andThen(appendMany(s, 2), flush(s))))
-        const { session } = yield* (yield* JsonlSessions.JsonlSessions).resume("again")
-        yield* appendMany(session, 1)
-        yield* flush(session)
-        const loaded = yield* (yield* JsonlSessions.JsonlSessions).load("again")
-        expect(loaded.events.map((e) => e.seq)).toStrictEqual([0, 1, 2])
       }))
     ))
 
@@ -359,25 +269,6 @@ describe("JsonlSessions: resume and fork", () => {
         expect(read(file)).toBe(before)
         expect(readdirSync(directory)).toStrictEqual(["taken.jsonl"])
       })
-    ))
-
-  it.effect("a fork (a new id seeded with another session's events) writes a fresh file with all its events", () =>
-    withDirectory((directory) =>
-      persisted(directory, Effect.gen(function*() {
-        const store = yield* SessionStore
-        const source = yield* store.create({ id: "source" })
-        yield* appendMany(source, 3)
-        yield* flush(source)
-        const fork = yield* store.create({ id: "fork", seed: yield* source.events })
-        yield* text(fork, "forked")
-        yield* flush(fork)
-        const jsonl = yield* JsonlSessions.JsonlSessions
-        const loaded = yield* jsonl.load("fork")
-        expect(loaded.header.sessionId).toBe("fork")
-        expect(loaded.events).toStrictEqual(yield* fork.events)
-        expect(loaded.events).toHaveLength(4)
-        expect((yield* jsonl.load("source")).events).toHaveLength(3)
-      }))
     ))
 })
 
@@ -419,34 +310,6 @@ describe("JsonlSessions: resuming an interrupted turn", () => {
     const last = History.toArray(history).at(-1)!
     expect(last.content[0]).toMatchObject({ type: "tool-result", toolCallId: c2, error: { code: "TOOL_OUTCOME_UNKNOWN" } })
   }
-
-  it.effect("a log cut while a tool ran is closed before resume returns: the repair, TOOL_OUTCOME_UNKNOWN, turn/end interrupted", () =>
-    withDirectory((directory) =>
-      Effect.gen(function*() {
-        yield* persisted(directory, withSession({ id: "mid" }, crashedDuringATool))
-        const file = join(directory, "mid.jsonl")
-        const resumed = yield* persisted(directory, Effect.gen(function*() {
-          const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("mid")
-          return { repairs, events: yield* session.events }
-        }))
-        expect(resumed.repairs).toStrictEqual([{
-          kind: "interrupted-turn",
-          turn: 1,
-          step: 1,
-          calls: 1,
-          message: expect.stringContaining("turn 1, step 1") as unknown as string
-        }])
-        expect(resumed.events[8]!.data).toStrictEqual(resumed.repairs[0])
-        closedAsInterrupted(resumed.events, 8)
-        // the closing was persisted, so the next resume has nothing to repair
-        const loaded = yield* loadFile(file)
-        expect(loaded.events.map((e) => e.type)).toStrictEqual(resumed.events.map((e) => e.type))
-        const again = yield* persisted(directory, Effect.gen(function*() {
-          return (yield* (yield* JsonlSessions.JsonlSessions).resume("mid")).repairs
-        }))
-        expect(again).toStrictEqual([])
-      })
-    ))
 
   it.effect("a torn tail and an interrupted turn are both repaired, the torn tail first", () =>
     withDirectory((directory) =>
@@ -744,21 +607,6 @@ describe("JsonlSessions: events the Schema cannot encode", () => {
         // closing the layer reported the failure instead of dying, and released the file
         expect((yield* loadFile(file)).events).toHaveLength(2)
         expect(existsSync(JsonlSessions.lockFile(file))).toBe(false)
-      })
-    ))
-
-  it.effect("one session that cannot be persisted does not keep the others from being flushed at shutdown", () =>
-    withDirectory((directory) =>
-      Effect.gen(function*() {
-        yield* persisted(directory, Effect.gen(function*() {
-          const store = yield* SessionStore
-          const bad = yield* store.create({ id: "a-bad" })
-          const good = yield* store.create({ id: "b-good" })
-          yield* bad.append("turn/start", { turn: 0, trigger: "send" })
-          yield* appendMany(good, 3)
-        }))
-        expect((yield* loadFile(join(directory, "b-good.jsonl"))).events).toHaveLength(3)
-        expect(readdirSync(directory).sort()).toStrictEqual(["a-bad.jsonl", "b-good.jsonl"])
       })
     ))
 })
