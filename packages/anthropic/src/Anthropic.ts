@@ -42,7 +42,7 @@
  */
 import { LlmError, type ModelInfo, type ModelRequest } from "@dsh/llm"
 import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Config, Duration, Effect, Layer, Option, Redacted, Schedule, Schema, Sink, Stream } from "effect"
 import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import { AnthropicConfigError } from "./AnthropicError.ts"

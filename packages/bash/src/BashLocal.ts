@@ -22,7 +22,9 @@
  * @since 0.1.0
  */
 import { ToolContext, ToolErrors } from "@dsh/tools"
-import { NodeChildProcessSpawner, NodeFileSystem, NodePath } from "@effect/platform-node"
+import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import { Clock, Deferred, Duration, Effect, Exit, FileSystem, type Fiber, Layer, Option, Path, Scope, Stream } from "effect"
 import { ChildProcessSpawner } from "effect/process"
 import { tmpdir } from "node:os"

@@ -40,8 +40,8 @@
 import type { LlmError } from "@dsh/llm"
 import type { Adapter, ModelErrors, ModelRegistry } from "@dsh/model"
 import { layerAdapter } from "@dsh/model"
-import { OpenAiCompat, type OpenAiError, Profiles } from "@dsh/openai"
-import { NodeHttpClient } from "@effect/platform-node"
+import { OpenAiCompat, type OpenAiError, type Profile, Profiles } from "@dsh/openai"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { type Duration, Effect, Layer, type Redacted, type Schedule, Schema } from "effect"
 import type { HttpClient } from "effect/http"
 import { DeepSeekConfigError } from "./DeepSeekError.ts"
@@ -149,7 +149,7 @@ export const defaultSchedule: Schedule.Schedule<unknown, LlmError.LlmError> = Op
  * @since 0.1.0
  * @category constants
  */
-export const profile = Profiles.deepseek
+export const profile: Profile.Profile = Profiles.deepseek
 
 // The same options for the OpenAI-compatible adapter; the model names given are served with
 // the profile's entries (context window, prices) where it has them.

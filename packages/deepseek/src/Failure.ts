@@ -13,7 +13,7 @@ import { Failure } from "@dsh/openai"
  * @since 0.1.0
  * @category utils
  */
-export const excerpt = Failure.excerpt
+export const excerpt: typeof Failure.excerpt = Failure.excerpt
 
 /**
  * Replaces every occurrence of the key in a text.
@@ -21,7 +21,7 @@ export const excerpt = Failure.excerpt
  * @since 0.1.0
  * @category utils
  */
-export const scrub = Failure.scrub
+export const scrub: typeof Failure.scrub = Failure.scrub
 
 /**
  * The same error with the key scrubbed from its message.
@@ -29,7 +29,7 @@ export const scrub = Failure.scrub
  * @since 0.1.0
  * @category utils
  */
-export const scrubError = Failure.scrubError
+export const scrubError: typeof Failure.scrubError = Failure.scrubError
 
 /**
  * What an error body says: the provider's message, code and type.
@@ -45,7 +45,7 @@ export type Reported = Failure.Reported
  * @since 0.1.0
  * @category utils
  */
-export const reported = Failure.reported
+export const reported: typeof Failure.reported = Failure.reported
 
 /**
  * The provider's explanation in an error body, or nothing.
@@ -53,7 +53,7 @@ export const reported = Failure.reported
  * @since 0.1.0
  * @category utils
  */
-export const providerMessage = Failure.providerMessage
+export const providerMessage: typeof Failure.providerMessage = Failure.providerMessage
 
 /**
  * Milliseconds to wait, from `Retry-After` (seconds or an HTTP date) or `retry-after-ms`.
@@ -61,7 +61,7 @@ export const providerMessage = Failure.providerMessage
  * @since 0.1.0
  * @category utils
  */
-export const retryAfterMillis = Failure.retryAfterMillis
+export const retryAfterMillis: typeof Failure.retryAfterMillis = Failure.retryAfterMillis
 
 /**
  * What a non-2xx response means.
@@ -69,7 +69,7 @@ export const retryAfterMillis = Failure.retryAfterMillis
  * @since 0.1.0
  * @category constructors
  */
-export const fromStatus = Failure.fromStatus
+export const fromStatus: typeof Failure.fromStatus = Failure.fromStatus
 
 /**
  * The chain of messages of an error and its causes.
@@ -77,7 +77,7 @@ export const fromStatus = Failure.fromStatus
  * @since 0.1.0
  * @category utils
  */
-export const describe = Failure.describe
+export const describe: typeof Failure.describe = Failure.describe
 
 /**
  * The codes of the failures a model call has.
@@ -93,7 +93,7 @@ export type LlmCode = Failure.LlmCode
  * @since 0.1.0
  * @category mapping
  */
-export const streamErrorCode = Failure.streamErrorCode
+export const streamErrorCode: typeof Failure.streamErrorCode = Failure.streamErrorCode
 
 /**
  * The typed failure of an error the server reported inside a stream.
@@ -101,4 +101,4 @@ export const streamErrorCode = Failure.streamErrorCode
  * @since 0.1.0
  * @category constructors
  */
-export const fromStreamError = Failure.fromStreamError
+export const fromStreamError: typeof Failure.fromStreamError = Failure.fromStreamError
