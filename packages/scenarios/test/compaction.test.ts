@@ -157,6 +157,20 @@ describe("#18 manual compaction", () => {
     }).pipe(Effect.provide(TestLayer({ script: model.replies })))
   })
 
+  it.effect("the sizes it reports compare: after is below before, also when the provider's usage disagrees with the characters", () => {
+    // a provider that reports far fewer tokens than the characters suggest
+    const tiny = Usage.make({ inputTokens: 5, outputTokens: 1 })
+    const model = responder({ answer: (n) => reply.text(`answer ${n} ${"a".repeat(300)}`, { usage: tiny }) })
+    return Effect.gen(function*() {
+      const agent = yield* create({ compaction: { threshold: false, keepTurns: 1 } })
+      yield* runAll(agent, 3)
+      const report = yield* agent.compact()
+      expect(report.applied).toHaveLength(1)
+      expect(report.tokensAfter).toBeLessThanOrEqual(report.tokensBefore)
+      expect(report.applied[0]!.tokensAfter).toBeLessThanOrEqual(report.applied[0]!.tokensBefore)
+    }).pipe(Effect.provide(TestLayer({ script: model.replies })))
+  })
+
   it.effect("with nothing to summarize, compact() applies nothing and calls no model", () => {
     const model = responder()
     return Effect.gen(function*() {

@@ -10,7 +10,7 @@
  * @internal
  */
 import type { Agent } from "@dsh/agent"
-import { HarnessError, History, LlmError, type ModelInfo, type Usage } from "@dsh/llm"
+import { HarnessError, LlmError, type ModelInfo, type Usage } from "@dsh/llm"
 import { Compaction, Derivation, type SessionEvent } from "@dsh/session"
 import { ToolErrors } from "@dsh/tools"
 import { Cause, Effect, Option } from "effect"
@@ -231,10 +231,11 @@ const summarize = (
       return { _tag: "Failed", failure: failure.error } as const
     }
     const { summary, usage } = answer.value
-    const kept = History.toArray(history).slice(input.length)
-    const tokensAfter = Compaction.tokensOf(
-      Derivation.summaryText(summary).length + 8 + Compaction.charsOfHistory(kept) + settingsChars(state)
-    )
+    // measured against the estimate before, as a prune is: what the summary saves of the
+    // messages it replaces (an estimate from the provider's usage and one from characters
+    // would not compare)
+    const saved = Compaction.charsOfHistory(input) - (Derivation.summaryText(summary).length + 8)
+    const tokensAfter = Math.max(0, tokensBefore - Math.trunc(saved / Compaction.charsPerToken))
     const compaction = {
       kind: "summary" as const,
       reason,
