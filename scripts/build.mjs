@@ -7,6 +7,8 @@
 // JavaScript that loads them. The workspace itself never reads dist/ (it resolves @dsh/* to
 // sources through the @dsh/source condition), so a stale build cannot affect a test.
 //
+// A package with a command (dsh) builds it second from tsconfig.bin.json: JavaScript only.
+//
 // `npm run build -- <name> …` builds only those packages (their dependencies must be built).
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
@@ -40,8 +42,12 @@ const rewriteDeclarationSpecifiers = (file) => {
 const build = (name) => {
   const dir = join(root, "packages", name)
   rmSync(join(dir, "dist"), { recursive: true, force: true })
-  const run = spawnSync(tsc, ["-p", join(dir, "tsconfig.build.json")], { stdio: "inherit", cwd: root })
-  if (run.status !== 0) throw new Error(`tsc failed for @dsh/${name}`)
+  // a package with a command builds it second, without declarations (tsconfig.bin.json)
+  for (const config of ["tsconfig.build.json", "tsconfig.bin.json"]) {
+    if (!existsSync(join(dir, config))) continue
+    const run = spawnSync(tsc, ["-p", join(dir, config)], { stdio: "inherit", cwd: root })
+    if (run.status !== 0) throw new Error(`tsc -p ${config} failed for @dsh/${name}`)
+  }
   for (const file of walk(join(dir, "dist"))) if (file.endsWith(".d.ts")) rewriteDeclarationSpecifiers(file)
   for (const file of walk(join(dir, "src"))) {
     if (file.endsWith(".ts")) continue

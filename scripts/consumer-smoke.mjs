@@ -8,6 +8,7 @@
 //   2. runs the README's Quick start (the first `<!-- example -->` block) with plain `node` on
 //      this Node, and compares what it prints with its `// …` comments; runs the DeepSeek
 //      variant (`<!-- deepseek-example -->`) without a key and checks it fails with LLM_CONFIG;
+//      runs the packed `dsh` command (`--help`; `run` without a key: exit 2, LLM_CONFIG);
 //   3. type-checks a consumer file that uses the main public API with plain `tsc` — strict,
 //      skipLibCheck off, no allowImportingTsExtensions — once with module/moduleResolution
 //      NodeNext and once with moduleResolution bundler.
@@ -17,7 +18,7 @@
 import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { publicPackages } from "./build.mjs"
 
 const root = join(import.meta.dirname, "..")
@@ -198,6 +199,24 @@ delete withoutKey.DEEPSEEK_API_KEY
 const deepseekOut = run(process.execPath, [join(app, "deepseek.ts")], { cwd: app, env: withoutKey })
 if (!deepseekOut.includes("LLM_CONFIG")) fail(`the DeepSeek variant without a key printed\n${deepseekOut}\ninstead of an LLM_CONFIG failure`)
 console.log("  fails to build with LLM_CONFIG, as the README says")
+
+step("the packed dsh command")
+const bin = join(app, "node_modules", ".bin", "dsh")
+// the bin's `#!/usr/bin/env node` finds this Node first (a host's own node may be older)
+const path = `${dirname(process.execPath)}:${process.env.PATH ?? ""}`
+const help = run(bin, ["--help"], { cwd: app, env: { ...process.env, PATH: path } })
+if (!help.includes("run") || !help.includes("chat")) fail(`dsh --help printed\n${help}`)
+const home = mkdtempSync(join(tmpdir(), "dsh-consumer-home-"))
+const noKey = spawnSync(bin, ["run", "hi", "--tools", "none", "--sessions", "memory"], {
+  cwd: app,
+  encoding: "utf8",
+  env: { PATH: path, HOME: home, XDG_CONFIG_HOME: join(home, ".config") }
+})
+if (noKey.status !== 2 || !noKey.stderr.includes("LLM_CONFIG")) {
+  fail(`dsh run without a key exited ${noKey.status} printing\n${noKey.stderr}\ninstead of exit 2 with LLM_CONFIG`)
+}
+console.log(`  dsh --help works; dsh run without a key: exit 2, ${noKey.stderr.trim().split("\n")[0]}`)
+rmSync(home, { recursive: true, force: true })
 
 step("plain tsc on a consumer file")
 writeFileSync(join(app, "consumer.ts"), consumerSource)

@@ -1,10 +1,12 @@
 /**
  * Helpers of the `dsh` command's tests: the command as a real process (the sources' bin.ts on
- * this Node), each test in its own home (config, data and working directories), the fake
- * OpenAI-compatible server of `@dsh/deepseek/testing` on 127.0.0.1, wire fixtures, and a real
- * terminal for `dsh chat` (tmux, on a socket of its own).
+ * this Node), each test in its own home (config, data and working directories, and none of the
+ * machine's provider variables), the fake OpenAI-compatible server of `@dsh/deepseek/testing`
+ * on 127.0.0.1, wire fixtures, and a real terminal for `dsh chat` (tmux, on a socket of its
+ * own).
  */
 import { FakeServer, Fixture } from "@dsh/deepseek/testing"
+import { Profiles } from "@dsh/openai"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -24,6 +26,27 @@ export interface Home {
   readonly env: Record<string, string>
 }
 
+/**
+ * The variables a test never inherits: dsh's own, the XDG directories, and every provider's
+ * key and base URL (the shipped profiles' variables, Anthropic's, and their families:
+ * `OPENAI_ORG_ID`, …), so the machine's real keys never reach a test.
+ */
+const isolated: ReadonlyArray<string> = [
+  ...new Set([
+    "DSH_",
+    "XDG_",
+    "DEEPSEEK_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "OLLAMA_",
+    "VLLM_",
+    "LLAMA_",
+    "LMSTUDIO_",
+    "OPENROUTER_",
+    ...Object.values(Profiles.all).flatMap((profile) => [profile.apiKeyEnv, profile.baseUrlEnv].filter((name) => name !== undefined))
+  ])
+]
+
 export const makeHome = (extra: Record<string, string> = {}): Home => {
   const root = mkdtempSync(join(tmpdir(), "dsh-cli-"))
   const config = join(root, "config")
@@ -32,7 +55,7 @@ export const makeHome = (extra: Record<string, string> = {}): Home => {
   for (const dir of [config, data, cwd]) mkdirSync(dir, { recursive: true })
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter((entry): entry is [string, string] =>
-      entry[1] !== undefined && !entry[0].startsWith("DSH_") && !entry[0].startsWith("DEEPSEEK_") && !entry[0].startsWith("XDG_")
+      entry[1] !== undefined && !isolated.some((prefix) => entry[0].startsWith(prefix))
     )
   )
   return {

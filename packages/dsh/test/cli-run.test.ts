@@ -88,6 +88,9 @@ describe("dsh run", slow, () => {
     const denied = await dsh(home, ["run", "Make a file", "--base-url", refused.url])
     await refused.close()
     expect(denied.stderr).toMatch(/ {2}✗ bash [\d.]+s TOOL_DENIED: /)
+    // the model is told why, and what the user could do
+    const result = messagesOf(refused.requests()[1]).find((m) => m.role === "tool")
+    expect(result?.content).toContain("dsh run asks no one, so it is refused: the user can allow such calls with --yes")
     expect(existsSync(join(home.cwd, "made.txt"))).toBe(false)
     expect(denied.status).toBe(0)
     const approved = await server([toolCall("bash", { command: "echo from-bash > made.txt" }), text("Made.")])

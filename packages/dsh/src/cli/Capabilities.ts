@@ -8,8 +8,9 @@
  *   (`Policy.askBeforeChanges` of `@dsh/permissions`). Who is asked is the command's
  *   `PermissionPrompt`: the user in chat (y / n / always), nobody in `dsh run` (so asking is
  *   refusing, `TOOL_DENIED`) unless `--yes` approves everything.
- * - `--mcp <file>`: the tools of the MCP servers the file names (see `McpConfig`), named
- *   `<server>__<tool>`, under the same policy (it asks before every MCP tool).
+ * - `--mcp <file>` (or the config file's `mcp`): the tools of the MCP servers the file names
+ *   (see `McpConfig`), named `<server>__<tool>`, under the same policy (it asks before every
+ *   MCP tool).
  *
  * @since 0.1.0
  */
@@ -40,13 +41,14 @@ export const coding = (root: string) =>
   Layer.mergeAll(Files.layer({ root }), BashTools.layer.pipe(Layer.provide(BashLocal.layerWith({ cwd: root }))))
 
 /**
- * The tools of the MCP servers a `--mcp` file names.
+ * The tools of the MCP servers a `--mcp` file names; `source` is where it was named (`--mcp`,
+ * or the config file's `mcp` field), which a failure to read it names.
  *
  * @since 0.1.0
  * @category layers
  */
-export const mcp = (file: string) =>
-  Layer.unwrap(Effect.map(McpConfig.read(file), (config) => Mcp.layer({ servers: McpConfig.servers(config) }))).pipe(
+export const mcp = (file: string, source: McpConfig.Source = "--mcp") =>
+  Layer.unwrap(Effect.map(McpConfig.read(file, source), (config) => Mcp.layer({ servers: McpConfig.servers(config) }))).pipe(
     Layer.provide(NodeFileSystem.layer)
   )
 
@@ -58,7 +60,10 @@ export const mcp = (file: string) =>
  * @category layers
  */
 export const permissions = (root: string, prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined) => {
-  const policy = Permissions.layer(Policy.askBeforeChanges, { root })
+  const policy = Permissions.layer(Policy.askBeforeChanges, {
+    root,
+    unattended: "dsh run asks no one, so it is refused: the user can allow such calls with --yes, or work in dsh chat"
+  })
   return prompt === undefined ? policy : policy.pipe(Layer.provide(prompt))
 }
 
@@ -75,7 +80,7 @@ export const layer = (
 ) => {
   const root = process.cwd()
   const tools = settings.tools === "coding" ? coding(root) : Layer.empty
-  const servers = settings.mcp === undefined ? Layer.empty : mcp(settings.mcp)
+  const servers = settings.mcp === undefined ? Layer.empty : mcp(settings.mcp, settings.mcpSource)
   const guarded = settings.tools === "coding" || settings.mcp !== undefined
   return Layer.mergeAll(tools, servers, guarded ? permissions(root, settings.yes ? approveAll : prompt) : Layer.empty)
 }

@@ -371,7 +371,8 @@ const textOf = (content: ReadonlyArray<{ readonly type: string; readonly text?: 
 const hintContext = (settings: Config.Settings): Report.HintContext => ({
   configFile: settings.configFile,
   baseUrl: settings.baseUrl,
-  model: settings.model
+  model: settings.model,
+  provider: settings.provider
 })
 
 // ---------------------------------------------------------------------------------------------

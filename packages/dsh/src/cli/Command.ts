@@ -28,15 +28,31 @@ const sessions = Flag.String("sessions").pipe(
   Flag.optional
 )
 
+const provider = Flag.String("provider").pipe(
+  Flag.withMetavar("name"),
+  Flag.withDescription(
+    "The provider: deepseek (the default), openai, anthropic, openrouter, ollama, vllm, llamacpp, lmstudio, " +
+      "or a profile from the config file; or DSH_PROVIDER. The key is the provider's variable " +
+      "(OPENAI_API_KEY, ANTHROPIC_API_KEY, …) or the config file's; local servers need none"
+  ),
+  Flag.optional
+)
+
 const model = Flag.String("model").pipe(
   Flag.withAlias("m"),
-  Flag.withDescription("The model; default deepseek-v4-flash, or DSH_MODEL"),
+  Flag.withDescription(
+    "The model; default the provider's first (deepseek-v4-flash, gpt-5.5, claude-opus-5-5; " +
+      "openrouter and local servers list none: name one), or DSH_MODEL"
+  ),
   Flag.optional
 )
 
 const baseUrl = Flag.String("base-url").pipe(
   Flag.withMetavar("url"),
-  Flag.withDescription("The provider's API (OpenAI-compatible); default https://api.deepseek.com, or DEEPSEEK_BASE_URL"),
+  Flag.withDescription(
+    "The provider's API; default the provider's (https://api.deepseek.com, http://localhost:11434/v1 for ollama, …), " +
+      "or its variable (DEEPSEEK_BASE_URL, OPENAI_BASE_URL, ANTHROPIC_BASE_URL)"
+  ),
   Flag.optional
 )
 
@@ -77,11 +93,12 @@ const hideReasoning = Flag.Boolean("hide-reasoning").pipe(
   Flag.withDefault(false)
 )
 
-const agentFlags = { config, sessions, model, baseUrl, tools, mcp, maxSteps, yes, dev }
+const agentFlags = { config, sessions, provider, model, baseUrl, tools, mcp, maxSteps, yes, dev }
 
 interface AgentFlagValues {
   readonly config: Option.Option<string>
   readonly sessions: Option.Option<string>
+  readonly provider: Option.Option<string>
   readonly model: Option.Option<string>
   readonly baseUrl: Option.Option<string>
   readonly tools: Option.Option<Config.ToolSet>
@@ -94,6 +111,7 @@ interface AgentFlagValues {
 const agentSettings = (values: AgentFlagValues): Config.Flags => ({
   config: optional(values.config),
   sessions: optional(values.sessions),
+  provider: optional(values.provider),
   model: optional(values.model),
   baseUrl: optional(values.baseUrl),
   tools: optional(values.tools),
@@ -132,7 +150,9 @@ const run = Command.make(
   Command.withExamples([
     { command: "dsh run \"What is a monad, in one sentence?\"", description: "Ask once" },
     { command: "git diff | dsh run -", description: "The prompt from stdin" },
-    { command: "dsh run --json \"hi\" | jq -c .type", description: "The session's events as JSON lines" }
+    { command: "dsh run --json \"hi\" | jq -c .type", description: "The session's events as JSON lines" },
+    { command: "dsh run --provider anthropic \"hi\"", description: "On Anthropic (ANTHROPIC_API_KEY)" },
+    { command: "dsh run --provider ollama --model qwen3:8b \"hi\"", description: "On a local Ollama, no key" }
   ])
 )
 
@@ -182,6 +202,7 @@ const resume = Command.make(
 ).pipe(
   Command.withDescription(
     "Continue a persisted session: in chat, or for one headless turn with a prompt. " +
+      "The agent flags apply as to a new session (--provider and --model may differ from the recording's: the history is sent to the provider now chosen). " +
       "What resuming repaired (a torn last line, a turn a crash left open) is printed on stderr."
   ),
   Command.withShortDescription("Continue a session"),
@@ -269,7 +290,8 @@ const replay = Command.make(
 export const dsh = Command.make("dsh").pipe(
   Command.withSubcommands([run, chat, resume, sessionsCommand, replay]),
   Command.withDescription(
-    "dsh: an Effect-native LLM agent in your terminal. The model is DeepSeek's (DEEPSEEK_API_KEY) " +
-      "or any OpenAI-compatible API (--base-url); sessions persist as JSONL files and can be resumed and replayed."
+    "dsh: an Effect-native LLM agent in your terminal. The model is DeepSeek's by default (DEEPSEEK_API_KEY); " +
+      "--provider picks OpenAI, Anthropic, OpenRouter, a local server (Ollama, vLLM, llama.cpp, LM Studio) " +
+      "or an OpenAI-compatible profile of your own; sessions persist as JSONL files and can be resumed and replayed."
   )
 )

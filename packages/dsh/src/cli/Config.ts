@@ -7,25 +7,32 @@
  * | setting | flag | environment | config file | default |
  * |---|---|---|---|---|
  * | config file | `--config <file>` | `DSH_CONFIG` | | `$XDG_CONFIG_HOME/dsh/config.json` (`~/.config/dsh/config.json`) |
- * | model | `--model <name>` | `DSH_MODEL` | `model` | `deepseek-v4-flash` |
- * | base URL | `--base-url <url>` | `DEEPSEEK_BASE_URL` | `deepseek.baseUrl` | `https://api.deepseek.com` |
- * | API key | | `DEEPSEEK_API_KEY` | `deepseek.apiKey` | none: `LLM_CONFIG` |
+ * | provider | `--provider <name>` | `DSH_PROVIDER` | `provider` (a name, or a profile) | `deepseek` |
+ * | model | `--model <name>` | `DSH_MODEL` | `providers.<name>.model`, then `model` | the provider's first model (`deepseek-v4-flash`); none for a server that lists none: `CONFIG_INVALID` |
+ * | base URL | `--base-url <url>` | the provider's (`DEEPSEEK_BASE_URL`, `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) | `providers.<name>.baseUrl` (`deepseek.baseUrl`) | the provider's (`https://api.deepseek.com`) |
+ * | API key | | the provider's (`DEEPSEEK_API_KEY`, `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …) | `providers.<name>.apiKey` (`deepseek.apiKey`) | none: `LLM_CONFIG` when the provider needs one |
  * | sessions | `--sessions <dir>\|memory` | `DSH_SESSIONS` | `sessions` | `$XDG_DATA_HOME/dsh/sessions` (`~/.local/share/dsh/sessions`) |
  * | tools | `--tools none\|coding` | | `tools` | `coding` |
  * | MCP servers | `--mcp <file>` | | `mcp` | none |
  * | max steps | `--max-steps <n>` | | `maxSteps` | 50 |
  * | reasoning | `--hide-reasoning` | | `reasoning` (`show`\|`hide`) | `show` |
  *
- * A config file named by `--config` or `DSH_CONFIG` must exist; the default one may not. A
- * value that is not what its setting expects is a {@link ConfigInvalidError} naming the field,
- * where the value came from and what was expected.
+ * The providers are the shipped profiles of `@dsh/openai` (`deepseek`, `openai`, `ollama`,
+ * `vllm`, `llamacpp`, `lmstudio`, `openrouter`), `anthropic` (`@dsh/anthropic`), and the
+ * OpenAI-compatible profiles the config file writes (`profiles`, or `provider` as an object),
+ * decoded with `Profile.Profile`. A config file named by `--config` or `DSH_CONFIG` must exist;
+ * the default one may not; its relative paths (`sessions`, `mcp`) are taken from its own
+ * directory. A value that is not what its setting expects is a {@link ConfigInvalidError}
+ * naming the field, where the value came from and what was expected.
  *
  * @since 0.1.0
  */
-import { DeepSeek, DeepSeekError } from "@dsh/deepseek"
+import type { AnthropicError } from "@dsh/anthropic"
+import { DeepSeekError } from "@dsh/deepseek"
+import { OpenAiError, Profile, Profiles } from "@dsh/openai"
 import { Effect, FileSystem, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import { homedir } from "node:os"
-import { isAbsolute, join, resolve as resolvePath } from "node:path"
+import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 
 /**
@@ -57,14 +64,41 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
+ * A provider's section of the config file (`providers.<name>`, or `deepseek`): its key, base
+ * URL and model, and how it is asked to think.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ProviderSection = Schema.Struct({
+  apiKey: Schema.optionalKey(Schema.NonEmptyString),
+  baseUrl: Schema.optionalKey(Schema.NonEmptyString),
+  /** The model on this provider (a flag or `DSH_MODEL` wins; it wins over the file's `model`). */
+  model: Schema.optionalKey(Schema.NonEmptyString),
+  /** Thinking on or off (Anthropic: `adaptive` or `disabled`), where the provider has a switch. */
+  thinking: Schema.optionalKey(Schema.Boolean),
+  /** The reasoning effort (Anthropic: `output_config.effort`), among those the provider takes. */
+  reasoningEffort: Schema.optionalKey(Schema.NonEmptyString),
+  /** How often a request that failed before its answer began is sent again (2 by default). */
+  retries: Schema.optionalKey(NonNegativeInt)
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ProviderSection = typeof ProviderSection.Type
+
+/**
  * The config file: a JSON object; every key optional, no other key allowed (a misspelt key is
  * an error, not a setting silently ignored).
  *
  * @example
  * ```json
  * {
- *   "model": "deepseek-v4-pro",
+ *   "provider": "openai",
  *   "sessions": "~/notes/dsh-sessions",
+ *   "providers": { "openai": { "apiKey": "sk-…", "model": "gpt-5.4-mini" } },
  *   "deepseek": { "apiKey": "sk-…", "thinking": true }
  * }
  * ```
@@ -73,12 +107,18 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * @category schemas
  */
 export const File = Schema.Struct({
-  /** The model every agent runs on. */
+  /** The provider: a name (a shipped profile's, `anthropic`, or one of `profiles`), or a profile written here. */
+  provider: Schema.optionalKey(Schema.Union([Schema.NonEmptyString, Profile.Profile])),
+  /** OpenAI-compatible servers of the user's, each a `Profile.Profile`, chosen by name. */
+  profiles: Schema.optionalKey(Schema.Array(Profile.Profile)),
+  /** Each provider's settings, by the provider's name. */
+  providers: Schema.optionalKey(Schema.Record(Schema.String, ProviderSection)),
+  /** The model every agent runs on (a provider's `model` wins for that provider). */
   model: Schema.optionalKey(Schema.NonEmptyString),
-  /** Where sessions are kept: a directory (`~` is the home directory), or `"memory"`. */
+  /** Where sessions are kept: a directory (`~` is the home directory, relative to this file's directory), or `"memory"`. */
   sessions: Schema.optionalKey(Schema.NonEmptyString),
   tools: Schema.optionalKey(Schema.Literals(toolSets)),
-  /** An MCP servers file. */
+  /** An MCP servers file (relative to this file's directory). */
   mcp: Schema.optionalKey(Schema.NonEmptyString),
   /** The most steps a turn may take. */
   maxSteps: Schema.optionalKey(PositiveInt),
@@ -86,13 +126,10 @@ export const File = Schema.Struct({
   reasoning: Schema.optionalKey(Schema.Literals(["show", "hide"])),
   /** The agent's prompt, in place of the built-in one. */
   prompt: Schema.optionalKey(Schema.String),
+  /** DeepSeek's section, as `providers.deepseek` (give one of the two). */
   deepseek: Schema.optionalKey(Schema.Struct({
-    apiKey: Schema.optionalKey(Schema.NonEmptyString),
-    baseUrl: Schema.optionalKey(Schema.NonEmptyString),
-    thinking: Schema.optionalKey(Schema.Boolean),
-    reasoningEffort: Schema.optionalKey(Schema.Literals(["high", "max"])),
-    /** How often a request that failed before its answer began is sent again (2 by default). */
-    retries: Schema.optionalKey(NonNegativeInt)
+    ...ProviderSection.fields,
+    reasoningEffort: Schema.optionalKey(Schema.Literals(["high", "max"]))
   }))
 })
 
@@ -110,6 +147,7 @@ export type File = typeof File.Type
  */
 export interface Flags {
   readonly config?: string | undefined
+  readonly provider?: string | undefined
   readonly model?: string | undefined
   readonly baseUrl?: string | undefined
   readonly sessions?: string | undefined
@@ -130,6 +168,35 @@ export interface Flags {
 export type Sessions = "memory" | { readonly directory: string }
 
 /**
+ * A provider the command can talk to: its wire, and where its key, base URL and model come
+ * from.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Provider {
+  /** The name `--provider` takes: `deepseek`, `openai`, `anthropic`, a profile's name, … */
+  readonly name: string
+  /** How messages name it: `DeepSeek`, `OpenAI`, `Anthropic`, `Ollama`, … */
+  readonly displayName: string
+  /** OpenAI's chat completions with this profile (`@dsh/openai`), or Anthropic's Messages API (`@dsh/anthropic`). */
+  readonly wire: { readonly _tag: "OpenAiCompat"; readonly profile: Profile.Profile } | { readonly _tag: "Anthropic" }
+  /** Whether the profile is one the config file wrote (not a shipped one). */
+  readonly custom: boolean
+  /** The variable holding the key, when it has one. */
+  readonly apiKeyEnv: string | undefined
+  /** Whether a key is needed (a local server needs none). */
+  readonly apiKeyRequired: boolean
+  /** The variable that may set the base URL, when it has one. */
+  readonly baseUrlEnv: string | undefined
+  readonly defaultBaseUrl: string
+  /** The models it lists, the default first; none for a server that lists none (name one with `--model`). */
+  readonly models: ReadonlyArray<string>
+  /** The config file's section with its settings: `deepseek`, or `providers.<name>`. */
+  readonly section: string
+}
+
+/**
  * The resolved configuration.
  *
  * @since 0.1.0
@@ -139,16 +206,22 @@ export interface Settings {
   /** The config file read, if one was. */
   readonly configFile: string
   readonly configFound: boolean
+  /** The provider the agents run on. */
+  readonly provider: Provider
+  /** The model; `""` when nothing names one and the provider lists none ({@link apiKey} refuses it). */
   readonly model: string
   /** Without a trailing slash. */
   readonly baseUrl: string
   readonly apiKey: Redacted.Redacted<string> | undefined
   readonly thinking: boolean | undefined
-  readonly reasoningEffort: "high" | "max" | undefined
+  readonly reasoningEffort: string | undefined
   readonly retries: number | undefined
   readonly sessions: Sessions
   readonly tools: ToolSet
+  /** The MCP servers file, if one is named. */
   readonly mcp: string | undefined
+  /** Where {@link Settings.mcp} came from: `--mcp`, or the config file's `mcp` field. */
+  readonly mcpSource: string | undefined
   readonly maxSteps: number | undefined
   readonly showReasoning: boolean
   /** Approve every tool call the permission policy would ask about. */
@@ -159,12 +232,28 @@ export interface Settings {
 }
 
 /**
- * The model when nothing names one.
+ * The provider when nothing names one.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultProvider = "deepseek"
+
+/**
+ * The model when nothing names one, on the default provider.
  *
  * @since 0.1.0
  * @category constants
  */
 export const defaultModel = "deepseek-v4-flash"
+
+/**
+ * The providers every installation has: the shipped OpenAI-compatible profiles, then Anthropic.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const shippedProviders: ReadonlyArray<string> = [...Profiles.names, "anthropic"]
 
 /**
  * The agent's prompt when the config file has none.
@@ -198,9 +287,20 @@ export const defaultSessionsDirectory = (env: Environment): string =>
 const nonEmpty = (value: string | undefined): string | undefined =>
   value === undefined || value.trim() === "" ? undefined : value
 
-/** A path as the user wrote it: `~` is the home directory, a relative path is from the working directory. */
-const expand = (path: string, env: Environment): string =>
-  path === "~" ? home(env) : path.startsWith("~/") ? join(home(env), path.slice(2)) : isAbsolute(path) ? path : resolvePath(path)
+/**
+ * A path as the user wrote it: `~` is the home directory; a relative path is from `from` (the
+ * config file's directory for the file's paths), else from the working directory.
+ */
+const expand = (path: string, env: Environment, from?: string): string =>
+  path === "~"
+    ? home(env)
+    : path.startsWith("~/")
+    ? join(home(env), path.slice(2))
+    : isAbsolute(path)
+    ? path
+    : from === undefined
+    ? resolvePath(path)
+    : resolvePath(from, path)
 
 // ---------------------------------------------------------------------------------------------
 // the config file
@@ -270,11 +370,136 @@ export const readFile = (
   })
 
 // ---------------------------------------------------------------------------------------------
+// the provider
+
+// `@dsh/anthropic` is loaded only when the provider is Anthropic: the other providers' commands
+// do not pay for it at startup
+const anthropicAdapter = Effect.promise(() => import("@dsh/anthropic"))
+
+const anthropicProvider: Effect.Effect<Provider> = Effect.map(anthropicAdapter, ({ Anthropic, Models }) => ({
+  name: "anthropic",
+  displayName: "Anthropic",
+  wire: { _tag: "Anthropic" },
+  custom: false,
+  apiKeyEnv: "ANTHROPIC_API_KEY",
+  apiKeyRequired: true,
+  baseUrlEnv: "ANTHROPIC_BASE_URL",
+  defaultBaseUrl: Anthropic.defaultBaseUrl,
+  models: Models.names,
+  section: "providers.anthropic"
+}))
+
+const openAiProvider = (profile: Profile.Profile, custom: boolean, section: string): Provider => {
+  const resolved = Profile.resolve(profile)
+  return {
+    name: resolved.name,
+    displayName: resolved.displayName,
+    wire: { _tag: "OpenAiCompat", profile },
+    custom,
+    apiKeyEnv: resolved.apiKeyEnv,
+    apiKeyRequired: resolved.apiKeyRequired,
+    baseUrlEnv: resolved.baseUrlEnv,
+    defaultBaseUrl: resolved.baseUrl,
+    models: resolved.defaultModels.length > 0 ? resolved.defaultModels : resolved.models.map((model) => model.name),
+    section
+  }
+}
+
+const has = (record: Readonly<Record<string, unknown>> | undefined, key: string): boolean =>
+  record !== undefined && Object.hasOwn(record, key)
+
+/** The profiles the config file writes (`profiles`, and `provider` as an object), each name once. */
+const ownProfiles = (file: File, path: string): Result.Result<ReadonlyArray<Profile.Profile>, ConfigInvalidError> => {
+  const written = [
+    ...(file.profiles ?? []).map((profile, i) => ({ profile, field: `profiles.${i}` })),
+    ...(typeof file.provider === "object" ? [{ profile: file.provider, field: "provider" }] : [])
+  ]
+  const seen = new Map<string, string>()
+  for (const { field, profile } of written) {
+    const invalid = (message: string) =>
+      Result.fail(new ConfigInvalidError({ message: `${path} (${field}.name): ${message}`, field: `${field}.name`, source: path }))
+    if (profile.name === "anthropic") {
+      return invalid(`"anthropic" is the Anthropic adapter, not an OpenAI-compatible server: give the profile another name`)
+    }
+    const earlier = seen.get(profile.name)
+    if (earlier !== undefined) {
+      return invalid(`the profile ${JSON.stringify(profile.name)} is written twice (${earlier} and ${field}): give each its own name`)
+    }
+    seen.set(profile.name, field)
+  }
+  return Result.succeed(written.map((entry) => entry.profile))
+}
+
+const namesOf = (own: ReadonlyArray<Profile.Profile>): ReadonlyArray<string> =>
+  [...new Set([...shippedProviders, ...own.map((p) => p.name)])]
+
+const listed = (own: ReadonlyArray<Profile.Profile>): string => {
+  const mine = own.map((p) => p.name).filter((name) => !shippedProviders.includes(name))
+  return `the providers: ${shippedProviders.join(", ")}` +
+    (mine.length === 0 ? "" : `; and the config file's profiles: ${mine.join(", ")}`)
+}
+
+/** The config file's field of a provider's settings: `deepseek` (as before), or `providers.<name>`. */
+const sectionField = (file: File, name: string): string =>
+  name === "deepseek" && !has(file.providers, "deepseek") ? "deepseek" : `providers.${name}`
+
+const sectionOf = (file: File, name: string): ProviderSection | undefined =>
+  name === "deepseek" && !has(file.providers, "deepseek")
+    ? file.deepseek
+    : has(file.providers, name)
+    ? file.providers![name]
+    : undefined
+
+const lookup = (name: string, own: ReadonlyArray<Profile.Profile>, file: File): Effect.Effect<Provider | undefined> => {
+  // the config file's profiles may replace a shipped one (never Anthropic: see ownProfiles)
+  const mine = own.find((profile) => profile.name === name)
+  if (mine !== undefined) return Effect.succeed(openAiProvider(mine, true, sectionField(file, name)))
+  if (name === "anthropic") return anthropicProvider
+  const shipped = Profiles.get(name)
+  return Effect.succeed(shipped === undefined ? undefined : openAiProvider(shipped, false, sectionField(file, name)))
+}
+
+/** The thinking switch and the effort, checked against what the provider's profile can send. */
+const checkReasoning = (
+  provider: Provider,
+  section: ProviderSection | undefined,
+  inFile: (field: string) => string
+): Result.Result<void, ConfigInvalidError> => {
+  if (section === undefined || provider.wire._tag !== "OpenAiCompat") return Result.void
+  const quirks = Profile.resolveQuirks(provider.wire.profile.quirks)
+  const invalid = (name: string, message: string) => {
+    const field = `${provider.section}.${name}`
+    return Result.fail(new ConfigInvalidError({ message: `${inFile(field)}: ${message}`, field, source: inFile(field) }))
+  }
+  if (section.thinking !== undefined && quirks.thinking === "none") {
+    return invalid(
+      "thinking",
+      `${provider.displayName} has no thinking switch (the ${provider.name} profile's quirks.thinking is "none"): leave thinking out`
+    )
+  }
+  const effort = section.reasoningEffort
+  if (effort === undefined) return Result.void
+  if (quirks.reasoningEffort === "none") {
+    return invalid(
+      "reasoningEffort",
+      `${provider.displayName} takes no reasoning effort (the ${provider.name} profile's quirks.reasoningEffort is "none"): ` +
+        "leave reasoningEffort out"
+    )
+  }
+  const allowed = quirks.reasoningEfforts
+  return allowed === undefined || allowed.includes(effort)
+    ? Result.void
+    : invalid("reasoningEffort", `expected one of ${allowed.map((e) => JSON.stringify(e)).join(", ")}, got ${JSON.stringify(effort)}`)
+}
+
+// ---------------------------------------------------------------------------------------------
 // resolution
 
 interface Sourced<A> {
   readonly value: A
   readonly source: string
+  /** The directory a relative path is taken from (the config file's, for its values). */
+  readonly from?: string
 }
 
 const first = <A>(...candidates: ReadonlyArray<Sourced<A | undefined>>): Sourced<A> | undefined => {
@@ -282,7 +507,7 @@ const first = <A>(...candidates: ReadonlyArray<Sourced<A | undefined>>): Sourced
   return undefined
 }
 
-const checkBaseUrl = (candidate: Sourced<string>): Result.Result<string, ConfigInvalidError> => {
+const checkBaseUrl = (candidate: Sourced<string>, provider: Provider): Result.Result<string, ConfigInvalidError> => {
   const trimmed = candidate.value.trim().replace(/\/+$/, "")
   let url: URL | undefined
   try {
@@ -294,8 +519,10 @@ const checkBaseUrl = (candidate: Sourced<string>): Result.Result<string, ConfigI
     ? Result.succeed(trimmed)
     : Result.fail(
       new ConfigInvalidError({
-        message: `${candidate.source}: expected an http(s) URL such as ${DeepSeek.defaultBaseUrl}, got ${JSON.stringify(candidate.value)}`,
-        field: "deepseek.baseUrl",
+        message: `${candidate.source}: expected an http(s) URL such as ${
+          provider.custom ? "https://api.example.com/v1" : provider.defaultBaseUrl
+        }, got ${JSON.stringify(candidate.value)}`,
+        field: `${provider.section}.baseUrl`,
         source: candidate.source
       })
     )
@@ -323,7 +550,7 @@ const resolveSessions = (candidate: Sourced<string>, env: Environment): Result.R
       })
     )
   }
-  return Result.succeed(value === "memory" ? "memory" : { directory: expand(value, env) })
+  return Result.succeed(value === "memory" ? "memory" : { directory: expand(value, env, candidate.from) })
 }
 
 /**
@@ -336,34 +563,81 @@ export const resolve = (
   flags: Flags,
   env: Environment,
   config: { readonly path: string; readonly found: boolean; readonly file: File }
-): Result.Result<Settings, ConfigInvalidError> =>
-  Result.gen(function*() {
+): Effect.Effect<Settings, ConfigInvalidError> =>
+  Effect.gen(function*() {
     const file = config.file
     const inFile = (field: string) => `${config.path} (${field})`
+    // the config file's relative paths are its own directory's
+    const here = dirname(config.path)
+    const own = yield* Effect.fromResult(ownProfiles(file, config.path))
+    const names = namesOf(own)
+    for (const key of Object.keys(file.providers ?? {})) {
+      if (!names.includes(key)) {
+        return yield* new ConfigInvalidError({
+          message: `${inFile(`providers.${key}`)}: there is no provider named ${JSON.stringify(key)} (${listed(own)})`,
+          field: `providers.${key}`,
+          source: config.path
+        })
+      }
+    }
+    if (file.deepseek !== undefined && has(file.providers, "deepseek")) {
+      return yield* new ConfigInvalidError({
+        message: `${config.path} has both "deepseek" and "providers.deepseek": give DeepSeek's settings in one of them`,
+        field: "deepseek",
+        source: config.path
+      })
+    }
+    const chosen = first<string>(
+      { value: nonEmpty(flags.provider)?.trim(), source: "--provider" },
+      { value: nonEmpty(env["DSH_PROVIDER"])?.trim(), source: "DSH_PROVIDER" },
+      { value: typeof file.provider === "object" ? file.provider.name : file.provider, source: inFile("provider") }
+    ) ?? { value: defaultProvider, source: "the default" }
+    const provider = yield* lookup(chosen.value, own, file)
+    if (provider === undefined) {
+      return yield* new ConfigInvalidError({
+        message: `${chosen.source}: there is no provider named ${JSON.stringify(chosen.value)} (${listed(own)})`,
+        field: "provider",
+        source: chosen.source
+      })
+    }
+    const section = sectionOf(file, provider.name)
+    yield* Effect.fromResult(checkReasoning(provider, section, inFile))
     const baseUrl = first<string>(
       { value: nonEmpty(flags.baseUrl), source: "--base-url" },
-      { value: nonEmpty(env["DEEPSEEK_BASE_URL"]), source: "DEEPSEEK_BASE_URL" },
-      { value: file.deepseek?.baseUrl, source: inFile("deepseek.baseUrl") }
-    )
+      { value: provider.baseUrlEnv === undefined ? undefined : nonEmpty(env[provider.baseUrlEnv]), source: provider.baseUrlEnv ?? "" },
+      { value: section?.baseUrl, source: inFile(`${provider.section}.baseUrl`) }
+    ) ?? {
+      value: provider.defaultBaseUrl,
+      source: provider.custom ? `the ${provider.name} profile's baseUrl (${config.path})` : `the ${provider.name} profile's baseUrl`
+    }
     const sessions = first<string>(
       { value: flags.sessions, source: "--sessions" },
       { value: nonEmpty(env["DSH_SESSIONS"]), source: "DSH_SESSIONS" },
-      { value: file.sessions, source: inFile("sessions") }
+      { value: file.sessions, source: inFile("sessions"), from: here }
     )
-    const apiKey = nonEmpty(env["DEEPSEEK_API_KEY"]) ?? file.deepseek?.apiKey
+    const apiKey = (provider.apiKeyEnv === undefined ? undefined : nonEmpty(env[provider.apiKeyEnv])) ?? section?.apiKey
+    const mcp = flags.mcp !== undefined
+      ? { path: flags.mcp, source: "--mcp" }
+      : file.mcp === undefined
+      ? undefined
+      : { path: expand(file.mcp, env, here), source: inFile("mcp") }
     return {
       configFile: config.path,
       configFound: config.found,
-      model: nonEmpty(flags.model) ?? nonEmpty(env["DSH_MODEL"]) ?? file.model ?? defaultModel,
-      baseUrl: baseUrl === undefined ? DeepSeek.defaultBaseUrl : yield* checkBaseUrl(baseUrl),
+      provider,
+      model: nonEmpty(flags.model) ?? nonEmpty(env["DSH_MODEL"]) ?? section?.model ?? file.model ?? provider.models[0] ?? "",
+      baseUrl: yield* Effect.fromResult(checkBaseUrl(baseUrl, provider)),
       apiKey: apiKey === undefined ? undefined : Redacted.make(apiKey),
-      thinking: file.deepseek?.thinking,
-      reasoningEffort: file.deepseek?.reasoningEffort,
-      retries: file.deepseek?.retries,
-      sessions: sessions === undefined ? { directory: defaultSessionsDirectory(env) } : yield* resolveSessions(sessions, env),
+      thinking: section?.thinking,
+      reasoningEffort: section?.reasoningEffort,
+      retries: section?.retries,
+      sessions: sessions === undefined
+        ? { directory: defaultSessionsDirectory(env) }
+        : yield* Effect.fromResult(resolveSessions(sessions, env)),
       tools: flags.tools ?? file.tools ?? "coding",
-      mcp: flags.mcp ?? (file.mcp === undefined ? undefined : expand(file.mcp, env)),
-      maxSteps: (yield* checkMaxSteps(flags.maxSteps)) ?? file.maxSteps,
+      mcp: mcp?.path,
+      mcpSource: mcp?.source,
+      maxSteps: (yield* Effect.fromResult(checkMaxSteps(flags.maxSteps))) ?? file.maxSteps,
       showReasoning: flags.hideReasoning === true ? false : file.reasoning !== "hide",
       yes: flags.yes === true,
       dev: flags.dev === true,
@@ -378,19 +652,65 @@ export const resolve = (
  * @category constructors
  */
 export const load = (flags: Flags, env: Environment): Effect.Effect<Settings, ConfigInvalidError, FileSystem.FileSystem> =>
-  Effect.flatMap(readFile(flags, env), (config) => Effect.fromResult(resolve(flags, env, config)))
+  Effect.flatMap(readFile(flags, env), (config) => resolve(flags, env, config))
 
 /**
- * The API key, or the `LLM_CONFIG` failure saying how to set one.
+ * The `LLM_CONFIG` failure of a missing key, as the provider's adapter names it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type MissingKeyError = DeepSeekError.DeepSeekConfigError | OpenAiError.OpenAiConfigError | AnthropicError.AnthropicConfigError
+
+/**
+ * How the config file holds a provider's setting, for messages: `"deepseek": { "apiKey": … }`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const fileField = (provider: Pick<Provider, "name" | "section">, field: string, value?: string): string => {
+  const inner = `"${field}"${value === undefined ? "" : `: ${value}`}`
+  return provider.section === "deepseek" ? `"deepseek": { ${inner} }` : `"providers": { ${JSON.stringify(provider.name)}: { ${inner} } }`
+}
+
+const keyExample = (provider: Provider): string =>
+  provider.name === "anthropic" ? "sk-ant-…" : provider.name === "openrouter" ? "sk-or-…" : provider.custom ? "…" : "sk-…"
+
+const missingKey = (settings: Settings): Effect.Effect<MissingKeyError> => {
+  const { provider } = settings
+  const example = keyExample(provider)
+  const put = `${fileField(provider, "apiKey", JSON.stringify(example))} in ${settings.configFile}`
+  const message = `No ${provider.displayName} API key is configured. ` + (provider.apiKeyEnv === undefined
+    ? `Put ${put}`
+    : `Set the ${provider.apiKeyEnv} environment variable (export ${provider.apiKeyEnv}=${example}), or put ${put}`)
+  if (provider.wire._tag === "Anthropic") {
+    return Effect.map(anthropicAdapter, ({ AnthropicError }) => new AnthropicError.AnthropicConfigError({ setting: "apiKey", message }))
+  }
+  if (provider.name === "deepseek" && !provider.custom) return Effect.succeed(new DeepSeekError.DeepSeekConfigError({ setting: "apiKey", message }))
+  return Effect.succeed(new OpenAiError.OpenAiConfigError({ setting: "apiKey", message }))
+}
+
+/**
+ * What the model Layer needs that the settings may lack, checked before any request: the API
+ * key (none for a server that takes none), or the `LLM_CONFIG` failure saying how to set it
+ * (the provider's variable and the config file's field); and a model, or `CONFIG_INVALID`
+ * saying to pass `--model` when the provider lists none.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const apiKey = (settings: Settings): Effect.Effect<Redacted.Redacted<string>, DeepSeekError.DeepSeekConfigError> =>
-  settings.apiKey !== undefined ? Effect.succeed(settings.apiKey) : Effect.fail(
-    new DeepSeekError.DeepSeekConfigError({
-      setting: "apiKey",
-      message: `No DeepSeek API key is configured. Set the DEEPSEEK_API_KEY environment variable ` +
-        `(export DEEPSEEK_API_KEY=sk-…), or put "deepseek": { "apiKey": "sk-…" } in ${settings.configFile}`
-    })
-  )
+export const apiKey = (settings: Settings): Effect.Effect<Redacted.Redacted<string> | undefined, MissingKeyError | ConfigInvalidError> => {
+  const { provider } = settings
+  if (settings.apiKey === undefined && provider.apiKeyRequired) return Effect.flatMap(missingKey(settings), Effect.fail)
+  if (settings.model.trim() === "") {
+    return Effect.fail(
+      new ConfigInvalidError({
+        message: `no model: the ${provider.name} profile lists no models, so dsh cannot choose one for ${provider.displayName}; ` +
+          `pass --model <name> (or set DSH_MODEL, or put ${fileField(provider, "model", '"…"')} in ${settings.configFile})`,
+        field: "model",
+        source: "--model"
+      })
+    )
+  }
+  return Effect.succeed(settings.apiKey)
+}

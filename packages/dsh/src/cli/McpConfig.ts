@@ -1,5 +1,5 @@
 /**
- * The file `--mcp <file>` names: the MCP servers whose tools the agent gets, in the format MCP
+ * The file `--mcp <file>` (or the config file's `mcp`) names: the MCP servers whose tools the agent gets, in the format MCP
  * clients share (`mcpServers`, by name), validated by Schema.
  *
  * ```json
@@ -56,21 +56,34 @@ export type File = typeof File.Type
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
-const invalid = (path: string, message: string, field = "mcp") =>
-  new ConfigInvalidError({ message: `--mcp ${path}: ${message}`, field, source: "--mcp" })
+/**
+ * Where an MCP servers file was named: `--mcp`, or a config file's `mcp` field
+ * (`<config file> (mcp)`). Its failures name it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Source = string
+
+const invalid = (path: string, message: string, source: Source) =>
+  new ConfigInvalidError({
+    message: source === "--mcp" ? `--mcp ${path}: ${message}` : `${source}: ${path}: ${message}`,
+    field: "mcp",
+    source
+  })
 
 /**
- * Decodes the file's text.
+ * Decodes the file's text; `source` says where the file was named (`--mcp` by default).
  *
  * @since 0.1.0
  * @category decoding
  */
-export const decode = (text: string, path: string): Result.Result<File, ConfigInvalidError> => {
+export const decode = (text: string, path: string, source: Source = "--mcp"): Result.Result<File, ConfigInvalidError> => {
   let json: unknown
   try {
     json = JSON.parse(text)
   } catch (error) {
-    return Result.fail(invalid(path, `not JSON: ${(error as Error).message}`))
+    return Result.fail(invalid(path, `not JSON: ${(error as Error).message}`, source))
   }
   const decoded = Schema.decodeUnknownResult(File)(json, { errors: "all", onExcessProperty: "error" })
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
@@ -78,7 +91,9 @@ export const decode = (text: string, path: string): Result.Result<File, ConfigIn
     const at = (issue.path ?? []).map(String).join(".")
     return `${at === "" ? "(the file)" : at}: ${issue.message}`
   })
-  return Result.fail(invalid(path, `${issues.join("; ")} (expected { "mcpServers": { "<name>": { "command", "args" } or { "url" } } })`))
+  return Result.fail(
+    invalid(path, `${issues.join("; ")} (expected { "mcpServers": { "<name>": { "command", "args" } or { "url" } } })`, source)
+  )
 }
 
 const timeoutOf = (server: { readonly timeout?: number }) => (server.timeout === undefined ? {} : { timeout: `${server.timeout} millis` as const })
@@ -105,16 +120,17 @@ export const servers = (file: File): Record<string, Mcp.ServerConfig> =>
   }))
 
 /**
- * Reads and decodes the file.
+ * Reads and decodes the file; `source` says where it was named (`--mcp` by default, or the
+ * config file's `mcp` field), and its failures name that.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const read = (path: string): Effect.Effect<File, ConfigInvalidError, FileSystem.FileSystem> =>
+export const read = (path: string, source: Source = "--mcp"): Effect.Effect<File, ConfigInvalidError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs.readFileString(path).pipe(
-      Effect.mapError(() => invalid(path, "the file cannot be read (it does not exist, or is not a readable file)"))
+      Effect.mapError(() => invalid(path, "the file cannot be read (it does not exist, or is not a readable file)", source))
     )
-    return yield* Effect.fromResult(decode(text, path))
+    return yield* Effect.fromResult(decode(text, path, source))
   })

@@ -64,6 +64,24 @@ export interface Report {
 }
 
 /**
+ * The provider, as a hint names it (the settings' provider is one).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ProviderHint {
+  readonly name: string
+  readonly displayName: string
+  readonly wire: { readonly _tag: string }
+  /** The variable holding the key, when it has one. */
+  readonly apiKeyEnv: string | undefined
+  /** The variable that may set the base URL, when it has one. */
+  readonly baseUrlEnv: string | undefined
+  /** The config file's section of its settings: `deepseek`, or `providers.<name>`. */
+  readonly section: string
+}
+
+/**
  * What a hint may mention.
  *
  * @since 0.1.0
@@ -73,6 +91,31 @@ export interface HintContext {
   readonly configFile?: string | undefined
   readonly baseUrl?: string | undefined
   readonly model?: string | undefined
+  /** The provider; DeepSeek when absent. */
+  readonly provider?: ProviderHint | undefined
+}
+
+const deepseek: ProviderHint = {
+  name: "deepseek",
+  displayName: "DeepSeek",
+  wire: { _tag: "OpenAiCompat" },
+  apiKeyEnv: "DEEPSEEK_API_KEY",
+  baseUrlEnv: "DEEPSEEK_BASE_URL",
+  section: "deepseek"
+}
+
+/** How the config file holds one of the provider's settings: `"deepseek": { "apiKey" }`. */
+const fileField = (provider: ProviderHint, field: string): string =>
+  provider.section === "deepseek" ? `"deepseek": { "${field}" }` : `"providers": { ${JSON.stringify(provider.name)}: { "${field}" } }`
+
+const isLocal = (baseUrl: string | undefined): boolean => {
+  if (baseUrl === undefined) return false
+  try {
+    const host = new URL(baseUrl).hostname
+    return host === "localhost" || host === "127.0.0.1" || host === "[::1]" || host === "::1"
+  } catch {
+    return false
+  }
 }
 
 const statusOfCode = (code: string): Status => {
@@ -95,21 +138,29 @@ const statusOfCode = (code: string): Status => {
 
 const hintOf = (code: string, context: HintContext): string | undefined => {
   const config = context.configFile === undefined ? "the config file" : context.configFile
+  const provider = context.provider ?? deepseek
   switch (code) {
-    case "LLM_AUTH":
-      return `the provider refused the API key: check DEEPSEEK_API_KEY (or "deepseek": { "apiKey" } in ${config})`
+    case "LLM_AUTH": {
+      const inFile = `${fileField(provider, "apiKey")} in ${config}`
+      return `the provider refused the API key: check ${provider.apiKeyEnv === undefined ? inFile : `${provider.apiKeyEnv} (or ${inFile})`}`
+    }
     case "LLM_RATE_LIMIT":
       return "the provider is throttling requests: wait a little and try again"
     case "LLM_SERVER":
       return "the provider failed on its side: try again later"
-    case "LLM_TRANSPORT":
+    case "LLM_TRANSPORT": {
+      const running = isLocal(context.baseUrl) ? `is ${provider.displayName} running there? ` : ""
+      const where = provider.baseUrlEnv ?? `${fileField(provider, "baseUrl")} in ${config}`
       return `the provider could not be reached${
         context.baseUrl === undefined ? "" : ` at ${context.baseUrl}`
-      }: check the network, --base-url or DEEPSEEK_BASE_URL`
+      }: ${running}check the network, --base-url or ${where}`
+    }
     case "LLM_INVALID_REQUEST":
       return `the provider refused the request${context.model === undefined ? "" : ` for ${context.model}`}: check --model`
     case "LLM_PROTOCOL":
-      return "the provider's answer broke the protocol: try again; if it persists, check --base-url points at an OpenAI-compatible API"
+      return `the provider's answer broke the protocol: try again; if it persists, check --base-url points at ${
+        provider.wire._tag === "Anthropic" ? "Anthropic's Messages API" : "an OpenAI-compatible API"
+      }`
     case "NO_MODEL":
       return "check --model"
     case "SESSION_LOCKED":

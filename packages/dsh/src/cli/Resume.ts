@@ -51,6 +51,6 @@ export const command = (input: Input, env: Config.Environment) =>
     }).pipe(
       Effect.scoped,
       Effect.provide(Runtime.layer(settings, Runtime.model(settings, apiKey))),
-      Report.reported({ configFile: settings.configFile, baseUrl: settings.baseUrl, model: settings.model })
+      Report.reported({ configFile: settings.configFile, baseUrl: settings.baseUrl, model: settings.model, provider: settings.provider })
     )
   })

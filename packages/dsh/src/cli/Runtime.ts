@@ -1,27 +1,29 @@
 /**
- * The command's composition: `Dsh.layer` from the settings — the DeepSeek adapter, the session
- * store (a JSONL directory or memory), the tools, the invariants with `--dev` — and the agent the
- * commands talk to (`Dsh.agent`). The command is a user of the library like any other: nothing
+ * The command's composition: `Dsh.layer` from the settings — the provider's adapter (DeepSeek's,
+ * an OpenAI-compatible server's with its profile, or Anthropic's), the session store (a JSONL
+ * directory or memory), the tools, the invariants with `--dev` — and the agent the commands
+ * talk to (`Dsh.agent`). The command is a user of the library like any other: nothing
  * here reaches below the public API.
  *
  * @since 0.1.0
  */
 import type { Agent } from "@dsh/agent"
-import { DeepSeek } from "@dsh/deepseek"
+import type { AnthropicError } from "@dsh/anthropic"
+import { DeepSeek, type DeepSeekError } from "@dsh/deepseek"
 import { Invariants } from "@dsh/invariants"
 import { type ModelErrors, ModelRegistry } from "@dsh/model"
+import { OpenAiCompat, type OpenAiError, Profile } from "@dsh/openai"
 import type { PermissionPrompt } from "@dsh/permissions"
 import { JsonlSessions, type Session, type SessionErrors } from "@dsh/session"
 import { type ToolErrors } from "@dsh/tools"
-import { Effect, Layer, Option, type Redacted } from "effect"
-import type { DeepSeekError } from "@dsh/deepseek"
+import { ConfigProvider, Effect, Layer, Option, type Redacted } from "effect"
 import * as Dsh from "../Dsh.ts"
 import * as Capabilities from "./Capabilities.ts"
 import type * as Config from "./Config.ts"
 import type { ConfigInvalidError } from "./ConfigInvalidError.ts"
 
 /**
- * The model names the adapter serves: the chosen one first, then DeepSeek's own.
+ * The model names the DeepSeek adapter serves: the chosen one first, then DeepSeek's own.
  *
  * @since 0.1.0
  * @category utils
@@ -29,20 +31,74 @@ import type { ConfigInvalidError } from "./ConfigInvalidError.ts"
 export const models = (model: string): ReadonlyArray<string> => [...new Set([model, ...DeepSeek.defaultModels])]
 
 /**
- * The DeepSeek adapter's Layer for the settings.
+ * What the model Layer fails to build with: the adapter's `LLM_CONFIG`, or a name taken twice.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ModelBuildError =
+  | DeepSeekError.DeepSeekConfigError
+  | OpenAiError.OpenAiConfigError
+  | AnthropicError.AnthropicConfigError
+  | ModelErrors.ModelConflictError
+
+// The adapters read their key and base URL from the environment when they are not given; the
+// command gives them what it resolved (flag, variable, config file), so they read nothing more.
+const noEnvironment = ConfigProvider.layer(ConfigProvider.fromEnv({ env: {} }))
+
+/**
+ * The provider's adapter Layer for the settings: DeepSeek's (`DeepSeek.layer`), an
+ * OpenAI-compatible server's with its profile (`OpenAiCompat.layer`), or Anthropic's
+ * (`Anthropic.layer`), serving the chosen model and the provider's own, with the key
+ * ({@link Config.apiKey}: none for a server that takes none), the base URL, the thinking
+ * switch, the effort and the retries of the settings.
  *
  * @since 0.1.0
  * @category layers
  */
-export const model = (settings: Config.Settings, apiKey: Redacted.Redacted<string>) =>
-  DeepSeek.layer({
-    apiKey,
-    baseUrl: settings.baseUrl,
-    models: models(settings.model),
+export const model = (
+  settings: Config.Settings,
+  apiKey: Redacted.Redacted<string> | undefined
+): Layer.Layer<never, ModelBuildError, ModelRegistry> => {
+  const { provider } = settings
+  const key = apiKey === undefined ? {} : { apiKey }
+  const retry = settings.retries === undefined ? {} : { retry: { times: settings.retries } }
+  const served = (defaults: ReadonlyArray<string>) => [...new Set([settings.model, ...defaults])]
+  if (provider.wire._tag === "Anthropic") {
+    // loaded only for Anthropic, like Config's knowledge of it
+    return Layer.unwrap(Effect.map(Effect.promise(() => import("@dsh/anthropic")), ({ Anthropic, Models }) =>
+      Anthropic.layer({
+        ...key,
+        baseUrl: settings.baseUrl,
+        models: served(Models.names),
+        ...(settings.thinking === undefined ? {} : { thinking: settings.thinking ? "adaptive" as const : "disabled" as const }),
+        ...(settings.reasoningEffort === undefined ? {} : { effort: settings.reasoningEffort }),
+        ...retry
+      }).pipe(Layer.provide(noEnvironment))))
+  }
+  const reasoning = {
     ...(settings.thinking === undefined ? {} : { thinking: settings.thinking }),
-    ...(settings.reasoningEffort === undefined ? {} : { reasoningEffort: settings.reasoningEffort }),
-    ...(settings.retries === undefined ? {} : { retry: { times: settings.retries } })
-  })
+    ...(settings.reasoningEffort === undefined ? {} : { reasoningEffort: settings.reasoningEffort })
+  }
+  if (provider.name === DeepSeek.name && !provider.custom) {
+    return DeepSeek.layer({
+      ...key,
+      baseUrl: settings.baseUrl,
+      models: models(settings.model),
+      // checked against the profile's efforts (high, max) when the settings were resolved
+      ...reasoning as { readonly thinking?: boolean; readonly reasoningEffort?: DeepSeek.ReasoningEffort },
+      ...retry
+    }).pipe(Layer.provide(noEnvironment))
+  }
+  return OpenAiCompat.layer({
+    profile: provider.wire.profile,
+    ...key,
+    baseUrl: settings.baseUrl,
+    models: served(Profile.resolve(provider.wire.profile).defaultModels),
+    ...reasoning,
+    ...retry
+  }).pipe(Layer.provide(noEnvironment))
+}
 
 /**
  * What the command's Layer fails to build with.
@@ -51,8 +107,7 @@ export const model = (settings: Config.Settings, apiKey: Redacted.Redacted<strin
  * @category models
  */
 export type BuildError =
-  | DeepSeekError.DeepSeekConfigError
-  | ModelErrors.ModelConflictError
+  | ModelBuildError
   | ToolErrors.RegistrationError
   | SessionErrors.PersistenceError
   | ConfigInvalidError
