@@ -16,7 +16,6 @@
  */
 import { BashLocal, BashTools } from "@dsh/bash"
 import { Files } from "@dsh/files"
-import { Mcp } from "@dsh/mcp"
 import { PermissionPrompt, Permissions, Policy } from "@dsh/permissions"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Effect, Layer } from "effect"
@@ -48,7 +47,11 @@ export const coding = (root: string) =>
  * @category layers
  */
 export const mcp = (file: string, source: McpConfig.Source = "--mcp") =>
-  Layer.unwrap(Effect.map(McpConfig.read(file, source), (config) => Mcp.layer({ servers: McpConfig.servers(config) }))).pipe(
+  // @dsh/mcp (and effect/ai's MCP client under it) is loaded only when servers are named
+  Layer.unwrap(
+    Effect.flatMap(McpConfig.read(file, source), (config) =>
+      Effect.map(Effect.promise(() => import("@dsh/mcp")), ({ Mcp }) => Mcp.layer({ servers: McpConfig.servers(config) })))
+  ).pipe(
     Layer.provide(NodeFileSystem.layer)
   )
 
