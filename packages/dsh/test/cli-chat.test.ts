@@ -67,7 +67,8 @@ describe.skipIf(!hasTmux())("dsh chat", slow, () => {
     const early = await t.waitFor((s) => occurrences(s, "and so on") >= 2 && s.includes("answering ·"))
     await t.waitFor((s) => occurrences(s, "and so on") > occurrences(early, "and so on") + 2)
     t.keys("C-c")
-    await t.waitFor("(turn aborted: interrupted by the user (Ctrl-C))")
+    // idle again (the status line gone) before the next line, so it is a message, not a queued one
+    await idle(t, "(turn aborted: interrupted by the user (Ctrl-C))")
     // the abort closed the answer's connection
     await Effect.runPromise(fake.awaitClosedEarly(0))
     say(t, "Hello?")
@@ -158,7 +159,8 @@ describe.skipIf(!hasTmux())("dsh chat", slow, () => {
     const resumed = await t.waitFor(`session ${first} (resumed, 1 turn, persisted)`)
     keep("chat-commands", resumed)
     say(t, "Third")
-    await t.waitFor("Three.")
+    // idle first: a Ctrl-C while the turn still runs would abort it rather than arm the exit
+    await idle(t, "Three.")
     const history = messagesOf(fake.requests()[2]).map((m) => m.content)
     expect(history.slice(1)).toStrictEqual(["First", "One.", "Third"])
     t.keys("C-c")
