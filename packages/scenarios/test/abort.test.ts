@@ -318,6 +318,29 @@ describe("abort", () => {
         script: [reply.toolCalls([{ name: "slow", arguments: { id: "hold" } }]), reply.text("next")]
       }))
     ))
+
+  it.effect("steering that came too late keeps its place: steered before a queued message, it comes first", () =>
+    Effect.gen(function*() {
+      const gates = { hold: yield* makeGate }
+      yield* register(gatedTool("slow", gates))
+      const agent = yield* create()
+      yield* agent.send("first")
+      yield* Deferred.await(gates.hold.started)
+      yield* agent.steer("be brief")
+      yield* agent.send("queued")
+      yield* agent.abort()
+      yield* agent.awaitIdle
+      const events = yield* agent.session.events
+      expect(ofType(turnEvents(events, 2), "user/message").map((e) => textOf(e.data.content))).toStrictEqual([
+        "be brief",
+        "queued"
+      ])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [reply.toolCalls([{ name: "slow", arguments: { id: "hold" } }]), reply.text("next")]
+      }))
+    ))
 })
 
 describe("disposal", () => {

@@ -65,6 +65,7 @@ export const makeState = (
     return {
       queued: [],
       steering: [],
+      arrivals: 0,
       wake: yield* Latch.make(false),
       statusRef: yield* SubscriptionRef.make<Agent.Status>("idle"),
       status: undefined,
@@ -109,7 +110,8 @@ const queueUnlessDisposed = (env: Env, state: AgentState, pending: Pending): Eff
     return Effect.void
   })
 
-const queue = (state: AgentState, pending: Pending): void => {
+const queue = (state: AgentState, message: Pending): void => {
+  const pending = { ...message, arrival: state.arrivals++ }
   if (pending.trigger === "steer" && state.current !== undefined) state.steering.push(pending)
   else {
     state.queued.push(pending)

@@ -41,7 +41,8 @@ export const run = (
  */
 const giveUp = (env: Env, state: AgentState, pending: Pending): Effect.Effect<void> =>
   Effect.suspend(() => {
-    const queued = state.queued.indexOf(pending)
+    // by its waiter: the queue holds the message as queued (stamped with its arrival)
+    const queued = state.queued.findIndex((waiting) => waiting.waiter === pending.waiter)
     if (queued >= 0) {
       state.queued.splice(queued, 1)
       return Effect.void

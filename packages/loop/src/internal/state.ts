@@ -71,6 +71,8 @@ export interface Pending {
   readonly waiter?: Deferred.Deferred<TurnReport>
   /** `agent.run`'s answer Schema: such a message ends its turn's batch. */
   readonly output?: Output
+  /** When it arrived, among the agent's messages (set when it is queued). */
+  readonly arrival?: number
 }
 
 /** How a turn's work ended, as far as the work itself knows. */
@@ -119,6 +121,8 @@ export interface AgentState {
   readonly queued: Array<Pending>
   /** Steering waiting for the running turn's next step. */
   readonly steering: Array<Pending>
+  /** How many messages have arrived: the next one's `arrival`. */
+  arrivals: number
   /** Opened whenever something is queued or the agent is disposed: what the idle driver waits on. */
   readonly wake: Latch.Latch
   readonly statusRef: SubscriptionRef.SubscriptionRef<Agent.Status>
