@@ -71,6 +71,14 @@ export class InvalidInputError extends Schema.TaggedError<InvalidInputError>()("
  * @since 0.1.0
  * @category schemas
  */
+/**
+ * The most steps one turn may take when `Options.maxSteps` is not given.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultMaxSteps = 50
+
 export const classes = [AgentDisposedError, InvalidInputError] as const
 
 /**
@@ -204,7 +212,7 @@ export interface Options {
   /** The agent's own prompt, after the system prompt's sections. */
   readonly prompt?: string
   readonly session?: SessionSource
-  /** The most steps one turn may take before it ends with reason `limit` (`max-steps`); 50 by default. */
+  /** The most steps one turn may take before it ends with reason `limit` (`max-steps`); {@link defaultMaxSteps} by default. */
   readonly maxSteps?: number
   /**
    * After this many consecutive `INVALID_ARGS` results for the same tool in a turn, the turn

@@ -53,8 +53,7 @@
  *
  * @since 0.1.0
  */
-import { Agents, AgentHooks, InvalidInputError } from "@dsh/agent"
-import type { Agent } from "@dsh/agent"
+import { Agent, Agents, AgentHooks, InvalidInputError } from "@dsh/agent"
 import { HarnessError, Ids } from "@dsh/llm"
 import { Model, ModelRegistry } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
@@ -67,7 +66,6 @@ import { driver, setStatus } from "./internal/driver.ts"
 import { forkable, lastSettingsOf, lastTurnOf } from "./internal/history.ts"
 import { type Env, InsideAgents } from "./internal/state.ts"
 
-const DEFAULT_MAX_STEPS = 50
 const DEFAULT_MAX_INVALID_ARGS = 3
 const DEFAULT_ABORT_GRACE = Duration.seconds(2)
 
@@ -113,7 +111,7 @@ export const layer: Layer.Layer<
           session,
           agentId,
           options,
-          maxSteps: options.maxSteps ?? DEFAULT_MAX_STEPS,
+          maxSteps: options.maxSteps ?? Agent.defaultMaxSteps,
           maxInvalidArgs: options.maxInvalidArgs ?? DEFAULT_MAX_INVALID_ARGS,
           abortGrace: options.abortGrace === undefined ? DEFAULT_ABORT_GRACE : Duration.fromInputUnsafe(options.abortGrace),
           agentScope: yield* Effect.scope,

@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { type Agent, AgentHooks, type Agents } from "@dsh/agent"
+import { Agent, AgentHooks, type Agents } from "@dsh/agent"
 import type { Content } from "@dsh/llm"
 import type { ModelRegistry } from "@dsh/model"
 import { PermissionEvent, PermissionPrompt } from "@dsh/permissions"
@@ -364,9 +364,6 @@ const replaySegment = (
     return result
   }).pipe(Effect.scoped)
 
-/** The loop's step limit when none is given (`Agent.Options.maxSteps`). */
-const LOOP_MAX_STEPS = 50
-
 /**
  * The step limit the recording ran under, as far as the log shows it — a step limit is not a
  * setting a replay compares, like the prompt or the tools, so it is taken from the recording:
@@ -397,7 +394,7 @@ export const replay = (settings: Config.Settings, recorded: ReadonlyArray<Sessio
   Effect.gen(function*() {
     const planned = plan(recorded)
     const model = planned.model ?? settings.model
-    const maxSteps = recordedMaxSteps(recorded, settings.maxSteps ?? LOOP_MAX_STEPS)
+    const maxSteps = recordedMaxSteps(recorded, settings.maxSteps ?? Agent.defaultMaxSteps)
     const store = yield* SessionStore
     const session = yield* store.create({ id: sessionId })
     let cut: { readonly seq: number; readonly why: string } | undefined
