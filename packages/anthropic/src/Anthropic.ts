@@ -474,7 +474,7 @@ export const layerNoDeps = (
   layerAdapter(make(options))
 
 /**
- * The adapter's Layer over Node's undici HTTP client (a pooled, keep-alive agent closed with
+ * The adapter's Layer over Node's own `http`/`https` client (keep-alive agents, closed with
  * the Layer). Provide `Model.layer` below it:
  *
  * @example
@@ -492,4 +492,4 @@ export const layerNoDeps = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
-  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))

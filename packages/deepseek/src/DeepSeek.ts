@@ -227,7 +227,7 @@ export const layerNoDeps = (
   layerAdapter(make(options))
 
 /**
- * The adapter's Layer over Node's undici HTTP client (a pooled, keep-alive agent closed with
+ * The adapter's Layer over Node's own `http`/`https` client (keep-alive agents, closed with
  * the Layer). Provide `Model.layer` below it:
  *
  * @example
@@ -245,4 +245,4 @@ export const layerNoDeps = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
-  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))

@@ -389,7 +389,7 @@ export const layer = (options: Options): Layer.Layer<McpServers, LayerError, Too
   layerNoDeps(options).pipe(
     Layer.provide(Layer.mergeAll(
       NodeChildProcessSpawner.layer.pipe(Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))),
-      NodeHttpClient.layerUndici
+      NodeHttpClient.layerNodeHttp
     ))
   )
 

@@ -532,7 +532,7 @@ export const layerNoDeps = (
   layerAdapter(make(options))
 
 /**
- * The adapter's Layer over Node's undici HTTP client (a pooled, keep-alive agent closed with
+ * The adapter's Layer over Node's own `http`/`https` client (keep-alive agents, closed with
  * the Layer). Provide `Model.layer` below it.
  *
  * @since 0.1.0
@@ -541,4 +541,4 @@ export const layerNoDeps = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, OpenAiConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
-  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
