@@ -7,13 +7,15 @@
 // JavaScript that loads them. The workspace itself never reads dist/ (it resolves @dsh/* to
 // sources through the @dsh/source condition), so a stale build cannot affect a test.
 //
-// A package with a command (dsh) builds it second from tsconfig.bin.json: JavaScript only.
+// The `dsh` command is bundled after its package's build (scripts/bundle-command.mjs, ADR 0029):
+// packages/dsh/dist/bin, which the package's `bin` points at.
 //
 // `npm run build -- <name> …` builds only those packages (their dependencies must be built).
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
-import { ALL_PACKAGES } from "./layers.mjs"
+import { bundleCommand } from "./bundle-command.mjs"
+import { ALL_PACKAGES, UMBRELLA_PACKAGE } from "./layers.mjs"
 
 const root = join(import.meta.dirname, "..")
 const tsc = join(root, "node_modules", ".bin", "tsc")
@@ -39,15 +41,11 @@ const rewriteDeclarationSpecifiers = (file) => {
   if (rewritten !== text) writeFileSync(file, rewritten)
 }
 
-const build = (name) => {
+const build = async (name) => {
   const dir = join(root, "packages", name)
   rmSync(join(dir, "dist"), { recursive: true, force: true })
-  // a package with a command builds it second, without declarations (tsconfig.bin.json)
-  for (const config of ["tsconfig.build.json", "tsconfig.bin.json"]) {
-    if (!existsSync(join(dir, config))) continue
-    const run = spawnSync(tsc, ["-p", join(dir, config)], { stdio: "inherit", cwd: root })
-    if (run.status !== 0) throw new Error(`tsc -p ${config} failed for @dsh/${name}`)
-  }
+  const run = spawnSync(tsc, ["-p", join(dir, "tsconfig.build.json")], { stdio: "inherit", cwd: root })
+  if (run.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed for @dsh/${name}`)
   for (const file of walk(join(dir, "dist"))) if (file.endsWith(".d.ts")) rewriteDeclarationSpecifiers(file)
   for (const file of walk(join(dir, "src"))) {
     if (file.endsWith(".ts")) continue
@@ -55,6 +53,7 @@ const build = (name) => {
     cpSync(file, target, { recursive: true })
     void dirname
   }
+  if (name === UMBRELLA_PACKAGE) await bundleCommand()
 }
 
 if (import.meta.main) {
@@ -62,7 +61,7 @@ if (import.meta.main) {
   const names = only.length === 0 ? publicPackages() : publicPackages().filter((name) => only.includes(name))
   const started = Date.now()
   for (const name of names) {
-    build(name)
+    await build(name)
     console.log(`built @dsh/${name}`)
   }
   console.log(`${names.length} package(s) built in ${((Date.now() - started) / 1000).toFixed(1)} s`)

@@ -7,14 +7,16 @@
  *   OpenAI-compatible server (`@dsh/deepseek/testing`, on 127.0.0.1 in this process) has
  *   received the first request, and from spawn to the process's exit (the one-word answer
  *   streamed and the summary printed);
+ * - `dsh run "hi"` with the defaults (the coding tools, sessions in the home's JSONL
+ *   directory), the same two times;
  *
  * from the sources (`--conditions=@dsh/source`, Node stripping the types: how the workspace
- * runs it) and from the build (`packages/dsh/dist/bin.js`, what a user runs; reported as not
- * built when it is missing — `npm run build` makes it, too slow to do here), with Node's compile
- * cache warm (the second and later starts: `bin.ts` turns the cache on, and one unmeasured round
- * fills it) and cold (a first start: an empty cache directory every run). `node -e 0` is the
- * floor, what any Node process costs. `STARTUP_BENCH_BIN=<file.js>` adds the same cases for
- * another build of the command (a bundle, say), named "other".
+ * runs it) and from the bundle a user runs (`dist/bin/dsh.mjs`, ADR 0029; made here, into a
+ * temporary directory, by `scripts/bundle-command.mjs`, so it is always the current code), with
+ * Node's compile cache warm (the second and later starts: `bin.ts` turns the cache on, and one
+ * unmeasured round fills it) and cold (a first start: an empty cache directory every run).
+ * `node -e 0` is the floor, what any Node process costs. `STARTUP_BENCH_BIN=<file.js>` adds the
+ * same cases for another build of the command, named "other".
  *
  * Every case runs RUNS times, the cases interleaved round by round so that the shared machine's
  * load falls on all of them alike; reported are the median and p90 of the wall time in ms, and
@@ -27,15 +29,15 @@
  * stripping), so the file is erasable TypeScript.
  */
 import { FakeServer, Fixture } from "@dsh/deepseek/testing"
+import { bundleCommand } from "../../../scripts/bundle-command.mjs"
 import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 
 const RUNS = 15
 const root = join(import.meta.dirname, "..", "..", "..")
 const sources = join(root, "packages", "dsh", "src", "bin.ts")
-const build = join(root, "packages", "dsh", "dist", "bin.js")
 const TARGET_MS = 300
 
 // ---------------------------------------------------------------------------------------------
@@ -53,6 +55,7 @@ const fake = await FakeServer.start(() => {
 // the homes: nothing of the user's is read; the compile cache lives in the home's TMPDIR
 
 const scratch = mkdtempSync(join(tmpdir(), "dsh-startup-bench-"))
+const bundle = await bundleCommand(join(scratch, "bundle"))
 /** Prints the process's CPU time (µs) to the file STARTUP_BENCH_CPU names, at exit. */
 const cpuProbe = join(scratch, "cpu-probe.cjs")
 writeFileSync(
@@ -114,11 +117,11 @@ interface Sample {
 
 const help = ["--help"]
 const run = ["run", "hi", "--tools", "none", "--sessions", "memory"]
-const built = existsSync(build)
+const runWithDefaults = ["run", "hi"]
 const other = process.env["STARTUP_BENCH_BIN"]
 const ways: ReadonlyArray<{ readonly name: string; readonly entry: ReadonlyArray<string> }> = [
   { name: "sources", entry: ["--conditions=@dsh/source", sources] },
-  ...(built ? [{ name: "build", entry: [build] }] : []),
+  { name: "bundle", entry: [bundle] },
   ...(other === undefined || other === "" ? [] : [{ name: "other", entry: [other] }])
 ]
 const cases: ReadonlyArray<Case> = [
@@ -126,7 +129,8 @@ const cases: ReadonlyArray<Case> = [
   ...ways.flatMap((way): Array<Case> => [
     { name: `${way.name}: dsh --help`, args: [...way.entry, ...help], requests: false, cold: false, expect: "USAGE" },
     { name: `${way.name}: dsh run`, args: [...way.entry, ...run], requests: true, cold: false, expect: "hi\n" },
-    { name: `${way.name}: dsh run, cold cache`, args: [...way.entry, ...run], requests: true, cold: true, expect: "hi\n" }
+    { name: `${way.name}: dsh run, cold cache`, args: [...way.entry, ...run], requests: true, cold: true, expect: "hi\n" },
+    { name: `${way.name}: dsh run, defaults`, args: [...way.entry, ...runWithDefaults], requests: true, cold: false, expect: "hi\n" }
   ])
 ]
 
@@ -183,16 +187,6 @@ const ms = (value: number): string => Number.isNaN(value) ? "-" : value.toFixed(
 const load = () => loadavg().map((l) => l.toFixed(1)).join(" ")
 
 console.log(`${RUNS} runs per case, interleaved; wall time from spawn, in ms (median / p90); CPU = user + system, median`)
-if (!built) console.log(`the build: not built (${build} is missing; \`npm run build\` makes it)`)
-else {
-  const newest = (dir: string): number =>
-    Math.max(...readdirSync(dir, { withFileTypes: true }).map((e) =>
-      e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs
-    ))
-  if (statSync(build).mtimeMs < newest(join(root, "packages", "dsh", "src"))) {
-    console.log("the build: older than packages/dsh/src (run `npm run build` for current numbers)")
-  }
-}
 console.log(`load average before: ${load()}`)
 
 // one unmeasured round: fills the warm cases' compile caches

@@ -12,6 +12,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
+/** The command from its sources (this Node strips the types). */
 export const bin = join(import.meta.dirname, "..", "src", "bin.ts")
 
 /** A test's own home: nothing of the user's configuration or sessions is read or written. */
@@ -90,9 +91,15 @@ export interface Running {
   readonly done: Promise<Result>
 }
 
+/** How a test runs the command: its stdin, and which entry file (the sources' `bin.ts` unless given). */
+export interface Options {
+  readonly stdin?: string
+  readonly bin?: string
+}
+
 /** Starts `dsh <args>` in the home; stdin is `stdin` (closed after it), or closed at once. */
-export const start = (home: Home, args: ReadonlyArray<string>, options: { readonly stdin?: string } = {}): Running => {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: home.cwd, env: home.env, stdio: ["pipe", "pipe", "pipe"] })
+export const start = (home: Home, args: ReadonlyArray<string>, options: Options = {}): Running => {
+  const child = spawn(process.execPath, [options.bin ?? bin, ...args], { cwd: home.cwd, env: home.env, stdio: ["pipe", "pipe", "pipe"] })
   const output = { stdout: "", stderr: "" }
   const waiters: Array<{ readonly stream: "stdout" | "stderr"; readonly text: string; readonly resolve: () => void }> = []
   const check = () => {
@@ -129,7 +136,7 @@ export const messagesOf = (request: FakeServer.RecordedRequest | undefined): Rea
   (request?.json as { readonly messages?: ReadonlyArray<{ readonly role: string; readonly content: string }> } | undefined)?.messages ?? []
 
 /** Runs `dsh <args>` to its end. */
-export const dsh = (home: Home, args: ReadonlyArray<string>, options: { readonly stdin?: string } = {}): Promise<Result> =>
+export const dsh = (home: Home, args: ReadonlyArray<string>, options: Options = {}): Promise<Result> =>
   start(home, args, options).done
 
 /** A fake OpenAI-compatible server answering with these fixtures, in order. */
