@@ -9,6 +9,8 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { mkdirSync, writeFileSync } from "node:fs"
+import { writeFile } from "node:fs/promises"
+import { execFileSync } from "node:child_process"
 import { join } from "node:path"
 import {
   closeTerminals,
@@ -45,7 +47,7 @@ const occurrences = (screen: string, text: string) => screen.split(text).length 
 const chat = async (home: Home, args: ReadonlyArray<string>): Promise<Terminal> => {
   const t = terminal(home, ["chat", ...args])
   // (a capture drops trailing spaces: the empty prompt is "›")
-  await t.waitFor((screen) => screen.includes("dsh · deepseek-v4-flash · session") && /^›/m.test(screen))
+  await t.waitFor((screen) => screen.includes("dsh · deepseek · deepseek-v4-flash · session") && /^›/m.test(screen))
   return t
 }
 
@@ -169,6 +171,37 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     t.keys("C-c")
     const exited = await t.waitFor("[dsh exited 0]")
     expect(exited).toContain(`dsh: session ${first} · dsh resume ${first}`)
+    t.close()
+    await fake.close()
+  })
+
+  it("a >> line during a turn steers it: the next step's request carries it after the tool's result", async () => {
+    const home = makeHome()
+    // the command blocks reading the FIFO until the test opens it for writing: the turn is in
+    // its tool call, for as long as the test needs, with no clock involved
+    const gate = join(home.cwd, "gate")
+    execFileSync("mkfifo", [gate])
+    const fake = await server([
+      toolCall("bash", { command: "cat gate" }, { say: "Waiting on the gate." }),
+      text("Steered: in French."),
+      text("unused")
+    ])
+    const t = await chat(home, ["--base-url", fake.url, "--yes"])
+    say(t, "Open the gate")
+    await t.waitFor("⚙ bash {\"command\":\"cat gate\"}")
+    say(t, ">> answer in French")
+    await t.waitFor("(steering at the next step: answer in French)")
+    await writeFile(gate, "opened\n")
+    const screen = await idle(t, "Steered: in French.")
+    expect(screen).toMatch(/\(steering at the next step: answer in French\)\n {2}✓ bash [\d.]+s[^\n]*\n↳ steering: answer in French\nSteered: in French\./)
+    keep("chat-steering", screen)
+    expect(fake.requests()).toHaveLength(2)
+    const second = messagesOf(fake.requests()[1])
+    expect(second.map((m) => m.role)).toStrictEqual(["system", "user", "assistant", "tool", "user"])
+    // the provider sees steering marked as such, where the agent took it
+    expect(second.at(-1)).toStrictEqual({ role: "user", content: "<steering source=\"user\">\nanswer in French\n</steering>" })
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
     t.close()
     await fake.close()
   })

@@ -503,7 +503,10 @@ const onLine = (context: Context, agent: Agent.Agent, text: string) =>
     }
     if (text.startsWith(steerPrefix)) {
       const steering = text.slice(steerPrefix.length).trim()
-      if (steering !== "") yield* agent.steer(steering)
+      if (steering === "") return undefined
+      // shown as "↳ steering" once the turn takes it, at its next step; until then, this
+      note(context, `(steering at the next step: ${Render.preview(steering, 60)})`)
+      yield* agent.steer(steering)
       return undefined
     }
     note(context, `(queued: ${Render.preview(text, 60)})`)
@@ -536,7 +539,7 @@ const banner = (context: Context, resumed: boolean, events: ReadonlyArray<Sessio
   }
   note(
     context,
-    `dsh · ${settings.model} · session ${state.sessionId} (${resumed ? `resumed, ${turns} turn${turns === 1 ? "" : "s"}` : "new"}, ${kept}) · /help`
+    `dsh · ${settings.provider.name} · ${settings.model} · session ${state.sessionId} (${resumed ? `resumed, ${turns} turn${turns === 1 ? "" : "s"}` : "new"}, ${kept}) · /help`
   )
 }
 
