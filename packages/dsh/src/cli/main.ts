@@ -1,18 +1,18 @@
 /**
  * The `dsh` command's main: parses the command line with `effect/cli`, runs the command on the
- * Node platform (`NodeServices`: file system, path, stdio, terminal), and ends the process with
+ * Node platform (`Platform`: file system, path, stdio), and ends the process with
  * the exit status the command ended with (see `Report`). Failures are reported in words with
  * their catalog code; a usage error names what is wrong and where the help is.
  *
  * @since 0.1.0
  */
-import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Layer } from "effect"
 import { CliConfig, CliError, CliOutput, Command, GlobalFlag } from "effect/cli"
 import { dsh } from "./Command.ts"
 import * as Io from "./Io.ts"
 import * as Report from "./Report.ts"
 import * as Log from "./Log.ts"
+import * as Platform from "./Platform.ts"
 
 /**
  * The version `dsh --version` prints.
@@ -62,7 +62,7 @@ export const program = (argv: ReadonlyArray<string>): Effect.Effect<Report.Statu
     Effect.as<Report.Status>(Report.Status.ok),
     Effect.catchCause(statusOf),
     Effect.provide(Layer.mergeAll(Io.layer, presenter, cliConfig, Log.logger(process.env["DSH_DEBUG"] === "1"))),
-    Effect.provide(NodeServices.layer)
+    Effect.provide(Platform.layer)
   )
 
 /** Exits once what was written to stdout and stderr has left the process. */
