@@ -108,6 +108,22 @@ describe("dsh resume", slow, () => {
     expect(turns.map((e) => e.data?.turn)).toStrictEqual([1, 2])
   })
 
+  it("dsh resume \"<prompt>\": a lone argument with a space that names no session is a turn on the latest session", async () => {
+    const home = makeHome()
+    await record(home, "First session.", text("One."))
+    const latest = await record(home, "Second session.", text("Two."))
+    const fake = await server(text("Three."))
+    const result = await dsh(home, ["resume", "And now?", "--base-url", fake.url, "--tools", "none"])
+    await fake.close()
+    expect(result.stdout).toBe("Three.\n")
+    expect(result.stderr).toContain(`session ${latest} (dsh resume ${latest})`)
+    expect(messagesOf(fake.requests()[0]).map((m) => m.content).slice(1)).toStrictEqual(["Second session.", "Two.", "And now?"])
+    // a word without a space is an id, as before: it names no session here
+    const word = await dsh(home, ["resume", "continue", "--tools", "none"])
+    expect(word.stderr).toContain("dsh: CONFIG_INVALID: no session \"continue\"")
+    expect(word.status).toBe(2)
+  })
+
   it("an id may be a unique prefix", async () => {
     const home = makeHome()
     const id = await record(home, "First.", text("One."))

@@ -208,7 +208,8 @@ const resume = Command.make(
   Command.withShortDescription("Continue a session"),
   Command.withExamples([
     { command: "dsh resume", description: "Chat on in the latest session" },
-    { command: "dsh resume 20261201-2344 \"and in French?\"", description: "One more headless turn" }
+    { command: "dsh resume 20261201-2344 \"and in French?\"", description: "One more headless turn" },
+    { command: "dsh resume \"and in French?\"", description: "One more headless turn in the latest session (a lone prompt with a space)" }
   ])
 )
 

@@ -122,6 +122,18 @@ export const resolveId = (
   })
 
 /**
+ * Whether `name` names a session in the directory: an id, or the start of one.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const names = (
+  directory: string,
+  name: string
+): Effect.Effect<boolean, SessionErrors.PersistenceError | SessionErrors.CorruptLogError, FileSystem.FileSystem | Path.Path> =>
+  Effect.map(list(directory), (sessions) => sessions.some((session) => session.id.startsWith(name)))
+
+/**
  * A time, local: `2026-12-01 23:44`.
  *
  * @since 0.1.0
