@@ -100,6 +100,59 @@ describe("dsh run", slow, () => {
     expect(existsSync(join(home.cwd, "made.txt"))).toBe(true)
     expect(ran.stdout).toBe("Made.\n")
   })
+
+  it("the config file's permission rules come first: an allow runs without asking, a deny holds under --yes", async () => {
+    const home = makeHome()
+    writeConfig(home, {
+      permissions: {
+        rules: [
+          { decision: "allow", tool: "bash", command: "echo" },
+          { decision: "deny", tool: "write", path: "secrets/**", reason: "secrets are not the agent's" }
+        ]
+      }
+    })
+    const fake = await server([
+      toolCall("bash", { command: "echo allowed-by-config" }, { id: "call_echo" }),
+      toolCall("bash", { command: "touch asked.txt" }, { id: "call_touch" }),
+      text("Done.")
+    ])
+    const headless = await dsh(home, ["run", "Run things", "--base-url", fake.url])
+    expect(headless.stderr).toMatch(/ {2}✓ bash [\d.]+s \(2 lines\) allowed-by-config/)
+    // a command no rule of the file allows is asked about, as before: refused headless
+    expect(headless.stderr).toMatch(/ {2}✗ bash [\d.]+s TOOL_DENIED: /)
+    expect(existsSync(join(home.cwd, "asked.txt"))).toBe(false)
+    expect(headless.status).toBe(0)
+
+    const writing = await server([toolCall("write", { path: "secrets/key.txt", content: "x" }), text("Could not.")])
+    const denied = await dsh(home, ["run", "--yes", "Write the key", "--base-url", writing.url])
+    expect(messagesOf(writing.requests()[1]).find((m) => m.role === "tool")?.content).toContain("secrets are not the agent's")
+    expect(existsSync(join(home.cwd, "secrets", "key.txt"))).toBe(false)
+    expect(denied.status).toBe(0)
+    await fake.close()
+    await writing.close()
+  })
+
+  it("a bad permission rule in the config file: CONFIG_INVALID naming it, exit 2", async () => {
+    const misspelt = makeHome()
+    writeConfig(misspelt, { permissions: { rules: [{ decision: "allow", tool: "bash", comand: "git status" }] } })
+    const unknownKey = await dsh(misspelt, ["run", "Hi", "--sessions", "memory"])
+    expect(unknownKey.stderr).toContain("dsh: CONFIG_INVALID: ")
+    expect(unknownKey.stderr).toContain("permissions.rules.0.comand: Expected no excess property")
+    expect(unknownKey.status).toBe(2)
+
+    const badDecision = makeHome()
+    writeConfig(badDecision, { permissions: { rules: [{ decision: "maybe", tool: "bash" }] } })
+    const decision = await dsh(badDecision, ["run", "Hi", "--sessions", "memory"])
+    expect(decision.stderr).toContain("permissions.rules.0.decision")
+    expect(decision.status).toBe(2)
+
+    // well-formed, but the policy cannot use it
+    const noTool = makeHome()
+    writeConfig(noTool, { permissions: { rules: [{ decision: "allow", tool: "read" }, { decision: "allow", command: "ls" }] } })
+    const unusable = await dsh(noTool, ["run", "Hi", "--sessions", "memory"])
+    expect(unusable.stderr).toContain("is invalid: permissions.rules.1: names no tool")
+    expect(unusable.status).toBe(2)
+  })
 })
 
 describe("dsh run: how it ends", slow, () => {

@@ -56,14 +56,19 @@ export const mcp = (file: string, source: McpConfig.Source = "--mcp") =>
   )
 
 /**
- * The permission policy that asks before writes, commands and MCP tools, asking `prompt`
- * (nobody without one: then asking is refusing).
+ * The permission policy of the settings — the config file's rules, then the built-in ones that
+ * ask before writes, commands and MCP tools — asking `prompt` (nobody without one: then asking
+ * is refusing).
  *
  * @since 0.1.0
  * @category layers
  */
-export const permissions = (root: string, prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined) => {
-  const policy = Permissions.layer(Policy.askBeforeChanges, {
+export const permissions = (
+  root: string,
+  config: Policy.Config,
+  prompt: Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined
+) => {
+  const policy = Permissions.layer(config, {
     root,
     unattended: "dsh run asks no one, so it is refused: the user can allow such calls with --yes, or work in dsh chat"
   })
@@ -85,5 +90,5 @@ export const layer = (
   const tools = settings.tools === "coding" ? coding(root) : Layer.empty
   const servers = settings.mcp === undefined ? Layer.empty : mcp(settings.mcp, settings.mcpSource)
   const guarded = settings.tools === "coding" || settings.mcp !== undefined
-  return Layer.mergeAll(tools, servers, guarded ? permissions(root, settings.yes ? approveAll : prompt) : Layer.empty)
+  return Layer.mergeAll(tools, servers, guarded ? permissions(root, settings.permissions, settings.yes ? approveAll : prompt) : Layer.empty)
 }

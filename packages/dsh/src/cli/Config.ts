@@ -16,6 +16,7 @@
  * | MCP servers | `--mcp <file>` | | `mcp` | none |
  * | max steps | `--max-steps <n>` | | `maxSteps` | 50 |
  * | reasoning | `--hide-reasoning` | | `reasoning` (`show`\|`hide`) | `show` |
+ * | permission rules | `--yes` (answers every question yes) | | `permissions` (`Policy.Config`: rules before the default ones, and the `default`) | `Policy.askBeforeChanges` |
  *
  * The providers are the shipped profiles of `@dsh/openai` (`deepseek`, `openai`, `ollama`,
  * `vllm`, `llamacpp`, `lmstudio`, `openrouter`), `anthropic` (`@dsh/anthropic`), and the
@@ -30,6 +31,7 @@
 import type { AnthropicError } from "@dsh/anthropic"
 import { DeepSeekError } from "@dsh/deepseek"
 import { OpenAiError, Profile, Profiles } from "@dsh/openai"
+import { type PermissionErrors, Policy } from "@dsh/permissions"
 import { Effect, FileSystem, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import { homedir } from "node:os"
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path"
@@ -126,6 +128,15 @@ export const File = Schema.Struct({
   reasoning: Schema.optionalKey(Schema.Literals(["show", "hide"])),
   /** The agent's prompt, in place of the built-in one. */
   prompt: Schema.optionalKey(Schema.String),
+  /**
+   * Permission rules (`Policy.Config` of `@dsh/permissions`): checked before the built-in ones
+   * (`Policy.askBeforeChanges`), the first that matches deciding; `default` in place of theirs.
+   * Paths are relative to the working directory.
+   */
+  permissions: Schema.optionalKey(Schema.Struct({
+    rules: Schema.optionalKey(Policy.Config.fields.rules),
+    default: Policy.Config.fields.default
+  })),
   /** DeepSeek's section, as `providers.deepseek` (give one of the two). */
   deepseek: Schema.optionalKey(Schema.Struct({
     ...ProviderSection.fields,
@@ -224,6 +235,8 @@ export interface Settings {
   readonly mcpSource: string | undefined
   readonly maxSteps: number | undefined
   readonly showReasoning: boolean
+  /** The permission policy: the config file's rules, then the built-in ones. */
+  readonly permissions: Policy.Config
   /** Approve every tool call the permission policy would ask about. */
   readonly yes: boolean
   /** Check the event contract on the live session. */
@@ -639,11 +652,41 @@ export const resolve = (
       mcpSource: mcp?.source,
       maxSteps: (yield* Effect.fromResult(checkMaxSteps(flags.maxSteps))) ?? file.maxSteps,
       showReasoning: flags.hideReasoning === true ? false : file.reasoning !== "hide",
+      permissions: yield* Effect.fromResult(permissionsOf(file, config.path)),
       yes: flags.yes === true,
       dev: flags.dev === true,
       prompt: file.prompt ?? defaultPrompt
     }
   })
+
+/**
+ * The permission policy of a config file: its rules before the built-in ones
+ * (`Policy.askBeforeChanges`), its `default` in place of theirs; checked as the policy will
+ * be (a rule's index is its index in the file's `rules`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const permissionsOf = (file: File, configFile: string): Result.Result<Policy.Config, ConfigInvalidError> => {
+  const own = file.permissions
+  const config: Policy.Config = {
+    rules: [...(own?.rules ?? []), ...Policy.askBeforeChanges.rules],
+    default: own?.default ?? Policy.askBeforeChanges.default ?? "ask"
+  }
+  const fieldOf = (problem: typeof PermissionErrors.Problem.Type) =>
+    ["permissions", ...(problem.rule === undefined ? [] : [`rules.${problem.rule}`]), ...(problem.field === undefined ? [] : [problem.field])].join(".")
+  return Result.match(Policy.makeResult(config), {
+    onSuccess: () => Result.succeed(config),
+    onFailure: (error) =>
+      Result.fail(
+        new ConfigInvalidError({
+          message: `${configFile} is invalid: ${error.problems.map((p) => `${fieldOf(p)}: ${p.message}`).join("; ")}`,
+          field: error.problems[0] === undefined ? "permissions" : fieldOf(error.problems[0]),
+          source: configFile
+        })
+      )
+  })
+}
 
 /**
  * Reads the config file and resolves the settings.
