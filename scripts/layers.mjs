@@ -38,7 +38,7 @@ export const LAYERS = Object.freeze([
   { name: "model adapters", packages: ["deepseek", "anthropic", "effect-ai"] },
   { name: "invariants", packages: ["invariants"] },
   { name: "testing", packages: ["testing"] },
-  { name: "apps", packages: ["cli", "dsh", "examples", "scenarios"] }
+  { name: "apps", packages: ["cli", "cluster", "dsh", "examples", "scenarios"] }
 ].map((layer) => Object.freeze({ name: layer.name, packages: Object.freeze([...layer.packages]) })))
 
 /** The loop package: only packages of APPS_LAYER may import it. */

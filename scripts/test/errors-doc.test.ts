@@ -2,6 +2,7 @@ import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { Agent, TurnResult } from "@dsh/agent"
 import { BashErrors } from "@dsh/bash"
+import { ClusterErrors } from "@dsh/cluster"
 import { DeepSeekError } from "@dsh/deepseek"
 import { ConfigInvalidError } from "dsh"
 import { OpenAiError } from "@dsh/openai"
@@ -36,6 +37,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...OpenAiError.classes,
   ...InvariantErrors.classes,
   ...Replay.classes,
+  ...ClusterErrors.classes,
   ConfigInvalidError
 ]
 

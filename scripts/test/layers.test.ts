@@ -127,7 +127,7 @@ describe("the layer table (scripts/layers.mjs)", () => {
       ["deepseek", "anthropic", "effect-ai"],
       ["invariants"],
       ["testing"],
-      ["cli", "dsh", "examples", "scenarios"]
+      ["cli", "cluster", "dsh", "examples", "scenarios"]
     ])
     expect(new Set(ALL_PACKAGES).size).toBe(ALL_PACKAGES.length)
     expect(LOOP_PACKAGE).toBe("loop")

@@ -197,6 +197,10 @@ export const catalog = {
   SCRIPT_EXHAUSTED: {
     meaning: "The scripted test model received more requests than it was scripted to answer.",
     raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model"
+  },
+  TURN_INTERRUPTED: {
+    meaning: "A one-call turn sent to an agent on Effect Cluster was taken by a turn that ended before its answer reached the caller (its runner died mid-turn and the turn was closed on resume, or the agent was moved or disposed); the message is in the session log once, `turn` and `reason` say how that turn ended. Send a new message to continue.",
+    raisedBy: "@dsh/cluster (TurnInterruptedError), raised by the agent entity's Run"
   }
 } as const
 

@@ -1,0 +1,35 @@
+/**
+ * The failures of agents on Effect Cluster that dsh defines itself. The others a client meets
+ * are the agent's own (`AgentDisposedError`, `InvalidInputError`, the turn's typed failure of a
+ * `Run`) and `effect/cluster`'s (`MailboxFull`, `PersistenceError`, …: the cluster's machinery).
+ *
+ * @since 0.1.0
+ */
+import { HarnessError } from "@dsh/llm"
+import { SessionEvent } from "@dsh/session"
+import { Schema } from "effect"
+
+/**
+ * A `Run` (the one-call turn) whose message was taken by a turn that ended before the answer
+ * reached the caller: the runner hosting the agent died mid-turn and the next owner closed the
+ * turn when it resumed the session (`reason.kind === "interrupted"`), or the agent was moved
+ * or disposed meanwhile (`disposed`, `aborted`). The message is in the session log, once; send
+ * a new message to continue.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TurnInterruptedError extends Schema.TaggedError<TurnInterruptedError>()("TurnInterruptedError", {
+  ...HarnessError.fields("TURN_INTERRUPTED"),
+  sessionId: Schema.String,
+  turn: Schema.Int,
+  reason: SessionEvent.TurnEndReason
+}) {}
+
+/**
+ * The classes of this module, for code that enumerates them (the error-code table test).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const classes = [TurnInterruptedError] as const

@@ -1,0 +1,97 @@
+/**
+ * A whole runner process: the agent entity (`AgentHost`) on the loop's agent graph over a
+ * model adapter, its sessions in PostgreSQL (`PgSessions`), and `effect/cluster`'s sharding on
+ * the same database (`SqlMessageStorage`, `SqlRunnerStorage`: the cluster's messages, replies,
+ * runners and shard locks) with the runners talking over sockets
+ * (`@effect/platform-node`'s `NodeClusterSocket`).
+ *
+ * @example
+ * ```ts
+ * import { ClusterRunner } from "@dsh/cluster"
+ * import { ScriptedModel } from "@dsh/model"
+ * import { Layer } from "effect"
+ * import { NodeRuntime } from "@effect/platform-node"
+ *
+ * const Runner = ClusterRunner.layer({
+ *   database: "postgres://dsh@127.0.0.1:5432/dsh",
+ *   address: { host: "127.0.0.1", port: 34431 },
+ *   model: ScriptedModel.layer({ script: [ScriptedModel.reply.text("Hi!")] }),
+ *   agent: { model: "scripted" }
+ * })
+ * Layer.launch(Runner).pipe(NodeRuntime.runMain)
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { AgentHooks } from "@dsh/agent"
+import { AgentLoop } from "@dsh/loop"
+import { Model, ModelRegistry } from "@dsh/model"
+import { SystemPrompt } from "@dsh/prompt"
+import { FlushCheckpoint, type SessionErrors, SessionStore } from "@dsh/session"
+import { PgSessions } from "@dsh/sql-sessions"
+import { ToolRegistry } from "@dsh/tools"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { type Config, Layer, Redacted } from "effect"
+import type { MessageStorage, Runners, Sharding } from "effect/cluster"
+import type { SqlClient, SqlError } from "effect/sql"
+import type { SocketServer } from "effect/socket"
+import * as AgentHost from "./AgentHost.ts"
+import * as ClusterConfig from "./internal/config.ts"
+
+/**
+ * Options of {@link layer}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<ROut, E, RIn> {
+  /** The PostgreSQL database of the cluster: sessions, messages, runners, shard locks. */
+  readonly database: string | Redacted.Redacted<string>
+  /** Where this runner listens and where the others reach it. */
+  readonly address: { readonly host: string; readonly port: number }
+  /** The model adapter's Layer (`DeepSeek.layer()`, `ScriptedModel.layer({ script })`, …). */
+  readonly model: Layer.Layer<ROut, E, RIn>
+  /** How each hosted agent is created (its model, prompt, limits) and how long it idles. */
+  readonly agent: AgentHost.Options
+  /**
+   * The cluster's sharding settings over `effect/cluster`'s defaults (lease and poll intervals,
+   * `shardsPerGroup`, …). `shardsPerGroup` must be the same on every runner and client. Nothing
+   * is read from the environment.
+   */
+  readonly sharding?: ClusterConfig.Overrides
+}
+
+/**
+ * The runner: serves the agent entity for the shards it holds. It fails to build with the
+ * model Layer's error, a `PersistenceError` when the session tables cannot be migrated, a
+ * `SqlError` when the database cannot be reached, a `SocketServerError` when the address is
+ * taken.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <ROut, E, RIn>(
+  options: Options<ROut, E, RIn>
+): Layer.Layer<
+  Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | SqlClient.SqlClient | ROut,
+  E | SessionErrors.PersistenceError | SqlError.SqlError | SocketServer.SocketServerError | Config.ConfigError,
+  Exclude<RIn, Model | ModelRegistry>
+> => {
+  const url = typeof options.database === "string" ? Redacted.make(options.database) : options.database
+  const database = PgClient.layer({ url, applicationName: `dsh runner ${options.address.host}:${options.address.port}` })
+  const model = options.model.pipe(Layer.provideMerge(Model.layer))
+  const sessions = PgSessions.layer().pipe(Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)))
+  const agents = AgentLoop.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(model, sessions, ToolRegistry.layer, SystemPrompt.layer, AgentHooks.layer))
+  )
+  const sharding = NodeClusterSocket.layer({
+    storage: "sql",
+    shardingConfig: ClusterConfig.complete(options.sharding, options.address)
+  })
+  return AgentHost.layer(options.agent).pipe(
+    Layer.provideMerge(agents),
+    Layer.provideMerge(sharding),
+    Layer.provideMerge(database)
+  )
+}
