@@ -26,6 +26,10 @@
  *   `actual` (absent when nothing was received) and `message`.
  * - Decoding goes through `Schema.toCodecJson` of the parameters, the same codec the wire
  *   schema describes, so what the model is told and what is accepted agree.
+ * - A valid call costs about what Ajv's compiled validator does: it is decoded by Effect's
+ *   JIT-compiled decoder of that codec, and only a call that fails it goes through the full
+ *   decode that collects every violation (see `internal/fast.ts`). Both accept the same
+ *   arguments and produce the same value.
  * - Tools defined from a raw JSON Schema are parsed, not decoded (the depth limit applies).
  *
  * @since 0.1.0
@@ -33,6 +37,7 @@
 import { HarnessError } from "@dsh/llm"
 import { Cause, Exit, Option, Result, Schema, SchemaAST, SchemaIssue, SchemaParser } from "effect"
 import { expectedAt, expectedOf, maxExpectedLength } from "./internal/expected.ts"
+import { fastDecoder, noValue } from "./internal/fast.ts"
 import { beyondDepth, describeAt, excerptAt, isEmptyStruct, locateSyntaxError, positionOf } from "./internal/json.ts"
 import { clip, formatPath, plural, preview, suggest } from "./internal/text.ts"
 import type * as Tool from "./Tool.ts"
@@ -108,38 +113,56 @@ const violation = (
   actual?: string
 ): Violation => (actual === undefined ? { path, kind, expected, message } : { path, kind, expected, actual, message })
 
+// An argument error is the model's mistake, answered as data: its stack trace would always
+// point into this module, nobody reads it, and capturing one costs more than the rest of
+// building the error (V8 walks the stack in the `Error` constructor). So none is captured.
+const withoutStack = <A>(make: () => A): A => {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return make()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
 const syntaxError = (tool: string, raw: string, error: unknown): ToolArgsError => {
   const problem = locateSyntaxError(raw)
   if (problem === undefined) {
     // The engine rejected what the scanner accepts (it should not happen): use its words.
     const message = `not valid JSON: ${HarnessError.describe(error)}`
-    return new ToolArgsError({
-      tool,
-      message: `Invalid arguments for tool "${tool}": the arguments are ${message}`,
-      violations: [violation([], "json-syntax", "valid JSON", message, preview(raw))]
-    })
+    return withoutStack(() =>
+      new ToolArgsError({
+        tool,
+        message: `Invalid arguments for tool "${tool}": the arguments are ${message}`,
+        violations: [violation([], "json-syntax", "valid JSON", message, preview(raw))]
+      })
+    )
   }
   const { column, line } = positionOf(raw, problem.offset)
   const found = describeAt(raw, problem.offset)
   const message = `not valid JSON: expected ${problem.expected}, found ${found} at line ${line}, column ${column}`
-  return new ToolArgsError({
-    tool,
-    message: `Invalid arguments for tool "${tool}": the arguments are ${message}:\n${
-      excerptAt(raw, problem.offset, { before: 40, after: 30 })
-    }`,
-    // At the end of the input nothing was found: no `actual`.
-    violations: [
-      violation([], "json-syntax", problem.expected, message, problem.offset < raw.length ? found : undefined)
-    ],
-    location: { offset: problem.offset, line, column }
-  })
+  return withoutStack(() =>
+    new ToolArgsError({
+      tool,
+      message: `Invalid arguments for tool "${tool}": the arguments are ${message}:\n${
+        excerptAt(raw, problem.offset, { before: 40, after: 30 })
+      }`,
+      // At the end of the input nothing was found: no `actual`.
+      violations: [
+        violation([], "json-syntax", problem.expected, message, problem.offset < raw.length ? found : undefined)
+      ],
+      location: { offset: problem.offset, line, column }
+    })
+  )
 }
 
 /**
  * The decoder of a tool's arguments: parse, then decode through the parameter Schema (or,
  * for a raw JSON Schema tool, parse only).
  *
- * Build it once per tool and reuse it: building compiles the Schema's parser.
+ * Build it once per tool and reuse it: building compiles the Schema's parser (and enables
+ * Effect's JIT compiler for the parameters' codec).
  *
  * @example
  * ```ts
@@ -166,15 +189,22 @@ export const decoder = <A>(tool: Tool.Tool<A, any, any>): Decoder<A> => {
   }
   const name = tool.name
   if (isEmptyStruct(parameters.schema.ast)) return noArguments(name, parameters.excessKeys) as Decoder<A>
-  const decode = SchemaParser.decodeUnknownExit(Schema.toCodecJson(parameters.schema), {
+  const codec = Schema.toCodecJson(parameters.schema)
+  // Valid arguments take the fast path; the full decode runs only to report why the fast
+  // path had no value (see internal/fast.ts), so it may be as thorough as it likes.
+  const options: SchemaAST.ParseOptions = {
     errors: "all",
     onExcessProperty: parameters.excessKeys === "reject" ? "error" : "ignore"
-  })
+  }
+  const fast = fastDecoder(codec, parameters.excessKeys)
+  const decode = SchemaParser.decodeUnknownExit(codec, options)
   // The Schema is erased in `Tool.Parameters`; `make` ties its Type to `A`.
   return ((raw) => {
     const parsed = parse(name, raw)
     if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
     const input = parsed.success
+    const value = fast(input)
+    if (value !== noValue) return Result.succeed(value)
     const exit = decode(input)
     if (Exit.isSuccess(exit)) return Result.succeed(exit.value)
     const issue = Cause.findErrorOption(exit.cause)
@@ -208,13 +238,15 @@ const noArguments = (tool: string, excessKeys: Tool.ExcessKeys): Decoder<Record<
 }
 
 /**
- * The `ToolArgsError` listing violations.
+ * The `ToolArgsError` listing violations. Like every argument error it carries no stack
+ * trace: it is an answer to the model, not a defect of the program.
  *
  * @since 0.1.0
  * @category formatting
  */
 export const fromViolations = (tool: string, violations: ReadonlyArray<Violation>): ToolArgsError =>
-  new ToolArgsError({ tool, message: format(tool, violations), violations })
+  withoutStack(() => new ToolArgsError({ tool, message: format(tool, violations), violations }))
+
 
 /**
  * The `ToolArgsError` for a decoding issue on `input`: every violation, with its path, what

@@ -170,17 +170,20 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
     return chain.register(contained)
   }
 
-  const execute = (call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> =>
-    chain.apply(call, terminal).pipe(
+  const execute = (call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
+    const settle = (result: Content.ToolResultBlock): Effect.Effect<Content.ToolResultBlock> => {
+      const answered = result.toolCallId === call.id ? result : { ...result, toolCallId: call.id }
+      return answered.error === undefined
+        ? Effect.succeed(answered)
+        : Effect.as(Effect.annotateCurrentSpan("dsh.tool.error_code", answered.error.code), answered)
+    }
+    // One continuation for both outcomes (a catch and then a map would be two per call).
+    return Effect.matchCauseEffect(chain.apply(call, terminal), {
       // The last line of defence: everything inside is contained already, so this only turns
       // a bug of ours into an answer instead of a dead agent.
-      Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, bodyFailure(call.name, cause)))),
-      Effect.flatMap((result) => {
-        const answered = result.toolCallId === call.id ? result : { ...result, toolCallId: call.id }
-        return answered.error === undefined
-          ? Effect.succeed(answered)
-          : Effect.as(Effect.annotateCurrentSpan("dsh.tool.error_code", answered.error.code), answered)
-      }),
+      onFailure: (cause) => settle(ToolResult.failure(call, bodyFailure(call.name, cause))),
+      onSuccess: settle
+    }).pipe(
       Effect.withSpan(
         "Tool.execute",
         { attributes: { "dsh.tool": shownName(call.name), "dsh.tool.call_id": call.id } },
@@ -188,6 +191,7 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
         { captureStackTrace: false }
       )
     )
+  }
 
   return ToolRegistry.of({
     register,

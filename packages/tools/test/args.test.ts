@@ -333,6 +333,66 @@ describe("ToolArgs: excess keys", () => {
   })
 })
 
+// Valid calls decode through a lenient JIT-compiled decode plus a walk for excess keys
+// (internal/fast.ts); these are the Schemas where that shortcut could go wrong.
+describe("ToolArgs: the fast path keeps the excess-key policy", () => {
+  const tool = <S extends Tool.ParametersSchema>(parameters: S, excessKeys: Tool.ExcessKeys = "reject") =>
+    ToolArgs.decoder(Tool.make("bash", { description: "x", excessKeys, parameters, execute: () => Effect.succeed("") }))
+  const paths = (e: ToolErrors.ToolArgsError) => e.violations.map((v) => [v.kind, v.path])
+
+  it("finds an excess key in a struct inside an array, and drops it when ignored", () => {
+    const parameters = Schema.Struct({ env: Schema.Array(Schema.Struct({ name: Schema.String })) })
+    const raw = `{"env": [{"name": "A"}, {"name": "B", "value": "1"}]}`
+    expect(paths(error(tool(parameters), raw))).toStrictEqual([["unexpected-key", ["env", 1, "value"]]])
+    expect(ok(tool(parameters, "ignore"), raw)).toStrictEqual({ env: [{ name: "A" }, { name: "B" }] })
+  })
+
+  it("a union of structs picks the member the strict decode picks", () => {
+    // Leniently the first member takes {a, b} (dropping b); strictly it refuses b and the second
+    // member takes it whole.
+    const parameters = Schema.Struct({
+      x: Schema.Union([Schema.Struct({ a: Schema.String }), Schema.Struct({ a: Schema.String, b: Schema.Int })])
+    })
+    expect(ok(tool(parameters), `{"x": {"a": "1", "b": 2}}`)).toStrictEqual({ x: { a: "1", b: 2 } })
+    expect(ok(tool(parameters, "ignore"), `{"x": {"a": "1", "b": 2}}`)).toStrictEqual({ x: { a: "1" } })
+    expect(error(tool(parameters), `{"x": {"a": "1", "c": 2}}`).violations.length).toBeGreaterThan(0)
+  })
+
+  it("finds an excess key deep in a recursive Schema", () => {
+    interface Tree {
+      readonly name: string
+      readonly children: ReadonlyArray<Tree>
+    }
+    const Tree = Schema.Struct({
+      name: Schema.String,
+      children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
+    })
+    const parameters = Schema.Struct({ tree: Tree })
+    const raw = `{"tree": {"name": "a", "children": [{"name": "b", "children": [{"name": "c", "children": [], "x": 1}]}]}}`
+    expect(paths(error(tool(parameters), raw))).toStrictEqual([[
+      "unexpected-key",
+      ["tree", "children", 0, "children", 0, "x"]
+    ]])
+    expect(ok(tool(parameters), raw.replace(`, "x": 1`, ""))).toStrictEqual({
+      tree: { name: "a", children: [{ name: "b", children: [{ name: "c", children: [] }] }] }
+    })
+  })
+
+  it("records and transformed fields keep the policy too", () => {
+    const parameters = Schema.Struct({
+      env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+      // `Schema.Number` has a JSON encoding (it also takes "NaN"): a transformation
+      ratio: Schema.optionalKey(Schema.Number)
+    })
+    expect(ok(tool(parameters), `{"env": {"A": "1", "B": "2"}, "ratio": 0.5}`)).toStrictEqual({
+      env: { A: "1", B: "2" },
+      ratio: 0.5
+    })
+    expect(paths(error(tool(parameters), `{"ratio": 0.5, "extra": true}`))).toStrictEqual([["unexpected-key", ["extra"]]])
+    expect(ok(tool(parameters, "ignore"), `{"ratio": 0.5, "extra": true}`)).toStrictEqual({ ratio: 0.5 })
+  })
+})
+
 describe("ToolArgs: raw JSON Schema tools", () => {
   const raw = Tool.fromJsonSchema("bash", {
     description: "x",
@@ -504,6 +564,15 @@ describe("ToolArgs: structured violations", () => {
         message: "Unexpected key (this tool takes no arguments)"
       }
     ])
+  })
+
+  it("an argument error is data for the model: it carries no stack trace", () => {
+    for (const raw of [`{"command": 1}`, `{"command": `]) {
+      const e = error(decodeBash, raw)
+      expect(e.stack?.includes("\n    at ")).toBe(false)
+    }
+    // and the limit the decoder lowered for it is back
+    expect(new Error("x").stack).toContain("\n    at ")
   })
 
   it("the Violation schema accepts every violation the decoder builds", () => {

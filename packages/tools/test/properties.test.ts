@@ -17,7 +17,7 @@
 import { Tool, ToolArgs } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
-import { Arbitrary, Effect, Result, Schema } from "effect"
+import { Arbitrary, Effect, Exit, Result, Schema, SchemaParser } from "effect"
 
 // ---------------------------------------------------------------------------------------------
 // Shapes of parameter Schemas, themselves described by Schemas so Arbitrary generates them.
@@ -129,6 +129,8 @@ const structSchema = (fields: ReadonlyArray<{ name: string; optional: boolean; f
 interface Compiled {
   readonly schema: Schema.Codec<unknown, Schema.Json>
   readonly decode: ToolArgs.Decoder<unknown>
+  /** Effect's decode under the decoder's full options (all errors, the excess-key policy). */
+  readonly reference: (input: unknown) => Exit.Exit<unknown, unknown>
   readonly ajv: ValidateFunction
   readonly ajvStrict: ValidateFunction
 }
@@ -148,9 +150,14 @@ const compile = (shape: Shape, excessKeys: Tool.ExcessKeys): Compiled => {
     excessKeys,
     execute: () => Effect.succeed("")
   })
+  const reference = SchemaParser.decodeUnknownExit(Schema.toCodecJson(parameters), {
+    errors: "all",
+    onExcessProperty: excessKeys === "reject" ? "error" : "ignore"
+  })
   const entry: Compiled = {
     schema: Schema.toCodecJson(parameters) as unknown as Schema.Codec<unknown, Schema.Json>,
     decode: ToolArgs.decoder(tool),
+    reference: (input) => reference(input),
     ajv: ajv.compile(Result.getOrThrow(Tool.wireSchema(tool)).parameters),
     ajvStrict: ajv.compile(Result.getOrThrow(Tool.wireSchema(tool, { strict: true })).parameters)
   }
@@ -355,6 +362,49 @@ describe("properties of generated parameter Schemas", () => {
       // Not vacuous: every kind of mutation was exercised.
       expect([...seen.keys()].sort()).toStrictEqual(["change-literal", "cross-bound", "remove-required", "swap-type", "unknown-key"])
       expect(Math.min(...seen.values())).toBeGreaterThan(10)
+    }))
+
+  it.effect("the decoder's fast path agrees with Effect's full decode: same verdict, same value, same key order", () =>
+    Effect.gen(function*() {
+      // Unknown keys at every level, besides the mutations: the fast path decodes leniently and
+      // looks for excess keys on its own.
+      const withExtra = (json: Json, depth: number): Json => {
+        if (Array.isArray(json)) return json.map((item) => withExtra(item, depth + 1))
+        if (typeof json !== "object" || json === null) return json
+        const entries = Object.entries(json).map(([k, v]): [string, Json] => [k, withExtra(v, depth + 1)])
+        return Object.fromEntries(depth % 2 === 0 ? [...entries, ["zz_extra", depth]] : entries)
+      }
+      let successes = 0
+      let failures = 0
+      const result = yield* Arbitrary.checkEffect(cases, ({ pick, shape, value }) => {
+        // A tool without parameters is the decoder's own rule (an object, no keys), not Effect's.
+        if (unique(shape).length === 0) return true
+        for (const policy of ["reject", "ignore"] as const) {
+          const c = compile(shape, policy)
+          const json = JSON.parse(rawOf(c, value)) as Json
+          const candidates = mutations(shape, json, policy)
+          const inputs = [json, withExtra(json, 0), ...(candidates.length === 0 ? [] : [candidates[pick % candidates.length]!.apply(json)])]
+          for (const input of inputs) {
+            const raw = JSON.stringify(input)
+            const decoded = c.decode(raw)
+            const reference = c.reference(JSON.parse(raw))
+            if (Result.isSuccess(decoded) !== Exit.isSuccess(reference)) {
+              throw new Error(`${policy}: decoder ${Result.isSuccess(decoded)}, Effect ${Exit.isSuccess(reference)} on ${raw}`)
+            }
+            if (Result.isSuccess(decoded) && Exit.isSuccess(reference)) {
+              successes++
+              expect(decoded.success).toStrictEqual(reference.value)
+              // `toStrictEqual` ignores key order; the serialized form does not.
+              expect(JSON.stringify(decoded.success)).toBe(JSON.stringify(reference.value))
+            } else {
+              failures++
+            }
+          }
+        }
+        return true
+      }, { ...options, seed: options.seed + 4 })
+      passes(result)
+      expect(Math.min(successes, failures)).toBeGreaterThan(100)
     }))
 
   it.effect("under the ignore policy, an unknown key is accepted by both and dropped by the decoder", () =>

@@ -33,12 +33,22 @@ const top: Depth = { objects: 0, nesting: 0 }
 const inMember = (depth: Depth): Depth => ({ objects: depth.objects, nesting: depth.nesting + 1 })
 const inObject = (depth: Depth): Depth => ({ objects: depth.objects + 1, nesting: depth.nesting + 1 })
 
+// ASTs are immutable, and every failing call of a tool renders the same few of them again.
+const rendered = new WeakMap<SchemaAST.AST, string>()
+
 /**
  * What `ast` wants, with an article: `a string`, `an array of string`, `an object { … }`.
  *
  * @internal
  */
-export const expectedOf = (ast: SchemaAST.AST): string => clip(phrase(ast, top), maxExpectedLength)
+export const expectedOf = (ast: SchemaAST.AST): string => {
+  let expected = rendered.get(ast)
+  if (expected === undefined) {
+    expected = clip(phrase(ast, top), maxExpectedLength)
+    rendered.set(ast, expected)
+  }
+  return expected
+}
 
 /**
  * What the object or array `parent` wants at `key`, or `undefined` when it declares nothing
