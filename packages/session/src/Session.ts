@@ -58,6 +58,13 @@ export interface Session {
     type: T,
     data: DataOf<T>
   ) => Effect.Effect<CoreEvent<T> | undefined>
+  /**
+   * Runs `f` with a synchronous `appendIf` (the same contract, event for event) and returns
+   * what `f` returns, in one Effect: for a writer that logs a burst — the loop logging a
+   * model's chunks as they arrive — one Effect per burst rather than one per event. `f` must
+   * only append and compute; appending to a closed session throws, and the Effect dies.
+   */
+  readonly appendBurst: <A>(f: (appendIf: AppendIfNow) => A) => Effect.Effect<A>
   /** A snapshot of every event logged so far. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent>>
   /** The events from `seq` on, as logged so far. */
@@ -78,6 +85,14 @@ export interface Session {
   /** Waits until the session is closed. */
   readonly awaitClosed: Effect.Effect<void>
 }
+
+/**
+ * The synchronous `appendIf` of {@link Session.appendBurst}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AppendIfNow = <T extends CoreType>(when: () => boolean, type: T, data: DataOf<T>) => CoreEvent<T> | undefined
 
 /**
  * A session's internals, for the store that owns it.
@@ -117,12 +132,17 @@ export const make = (options: {
   })
   const derivation = Derivation.make()
 
-  const storeNow = (clock: Clock.Clock, type: string, data: unknown): Effect.Effect<SessionEvent> => {
+  const closedError = (type: string) => new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`)
+
+  // the event, or undefined when the log is closed (the callers die with closedError)
+  const storeSync = (clock: Clock.Clock, type: string, data: unknown): SessionEvent | undefined => {
     const event = Freeze.deep({ type, seq: log.size(), time: clock.currentTimeMillisUnsafe(), data }) as SessionEvent
-    if (log.append(event) < 0) {
-      return Effect.die(new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`))
-    }
-    return Effect.succeed(event)
+    return log.append(event) < 0 ? undefined : event
+  }
+
+  const storeNow = (clock: Clock.Clock, type: string, data: unknown): Effect.Effect<SessionEvent> => {
+    const event = storeSync(clock, type, data)
+    return event === undefined ? Effect.die(closedError(type)) : Effect.succeed(event)
   }
 
   // One primitive per append (it is the hot path: every model chunk is an event).
@@ -132,6 +152,18 @@ export const make = (options: {
   const appendIf = <T extends CoreType>(when: () => boolean, type: T, data: DataOf<T>) =>
     Clock.clockWith((clock) =>
       when() ? (storeNow(clock, type, data) as Effect.Effect<CoreEvent<T>>) : Effect.succeed(undefined)
+    )
+
+  const appendBurst = <A>(f: (appendIf: AppendIfNow) => A): Effect.Effect<A> =>
+    Clock.clockWith((clock) =>
+      Effect.sync(() =>
+        f(<T extends CoreType>(when: () => boolean, type: T, data: DataOf<T>) => {
+          if (!when()) return undefined
+          const event = storeSync(clock, type, data)
+          if (event === undefined) throw closedError(type)
+          return event as CoreEvent<T>
+        })
+      )
     )
 
   const append = ((typeOrDefinition: CoreType | Definition<ExtensionType, unknown>, data: unknown) => {
@@ -150,6 +182,7 @@ export const make = (options: {
     seeded: seed.length,
     append,
     appendIf,
+    appendBurst,
     events: Effect.sync(() => log.slice()),
     eventsFrom: (seq) => Effect.sync(() => log.slice(seq)),
     seq: Effect.sync(() => log.size()),

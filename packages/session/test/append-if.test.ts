@@ -1,11 +1,12 @@
 /**
  * `appendIf`: a writer whose right to append another fiber can withdraw checks it where the
- * event is stored, so no event lands once the right is gone, however fibers interleave.
+ * event is stored, so no event lands once the right is gone, however fibers interleave; and
+ * `appendBurst`, the same appends in one Effect.
  */
 import { Ids } from "@dsh/llm"
 import { Session } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Scheduler } from "effect"
+import { Cause, Effect, Fiber, Scheduler, Stream } from "effect"
 
 const fresh = () => Session.make({ id: Ids.sessionId("s"), createdAt: 0 }).session
 
@@ -41,5 +42,39 @@ describe("Session.appendIf", () => {
         const events = yield* session.events
         expect(events.at(-1)?.seq, `budget ${budget}`).toBe(last.seq)
       }
+    }))
+})
+
+describe("Session.appendBurst", () => {
+  const chunk = (delta: string) => ({ turn: 1, step: 1, chunk: { type: "text-delta" as const, index: 0, delta } })
+
+  it.effect("appends a burst as the same events, in order, each frozen, each under its own guard", () =>
+    Effect.gen(function*() {
+      const session = fresh()
+      yield* session.append("turn/start", { turn: 1, trigger: "send" })
+      let open = true
+      const appended = yield* session.appendBurst((appendIf) => {
+        const events = [appendIf(() => open, "assistant/chunk", chunk("a")), appendIf(() => open, "assistant/chunk", chunk("b"))]
+        open = false
+        events.push(appendIf(() => open, "assistant/chunk", chunk("c")))
+        return events
+      })
+      expect(appended.map((e) => e?.seq)).toStrictEqual([1, 2, undefined])
+      const events = yield* session.events
+      expect(events.map((e) => e.type)).toStrictEqual(["turn/start", "assistant/chunk", "assistant/chunk"])
+      expect(events.slice(1).map((e) => (e.data as { chunk: { delta: string } }).chunk.delta)).toStrictEqual(["a", "b"])
+      expect(events.every((e) => Object.isFrozen(e) && Object.isFrozen(e.data))).toBe(true)
+      // a reader sees the burst like appends one at a time
+      const streamed = yield* Stream.runCollect(Stream.take(session.stream, 3))
+      expect(streamed.map((e) => e.seq)).toStrictEqual([0, 1, 2])
+    }))
+
+  it.effect("dies on a closed session, like append", () =>
+    Effect.gen(function*() {
+      const owned = Session.make({ id: Ids.sessionId("s"), createdAt: 0 })
+      owned.close()
+      const exit = yield* Effect.exit(owned.session.appendBurst((appendIf) => appendIf(() => true, "assistant/chunk", chunk("a"))))
+      expect(exit._tag === "Failure" && Cause.hasDies(exit.cause)).toBe(true)
+      expect(yield* owned.session.events).toStrictEqual([])
     }))
 })

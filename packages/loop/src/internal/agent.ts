@@ -76,6 +76,7 @@ export const makeState = (
       disposing: false,
       lastTurn,
       lastSettings,
+      loggedSettings: undefined,
       handle: undefined,
       compactions: [],
       size: undefined,

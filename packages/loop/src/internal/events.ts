@@ -14,15 +14,17 @@ import { type Signal, untilDeadline } from "./bounded.ts"
 import { describeCause } from "./failure.ts"
 import type { AgentState, Env, Turn } from "./state.ts"
 
+/** Whether an event logged now has listeners to run. */
+export const listening = (env: Env, state: AgentState): boolean =>
+  state.handle !== undefined && env.hooks.listeners.current().length > 0
+
 /** Runs the listeners of an event; a failure is the caller's. */
 export const notify = (
   env: Env,
   state: AgentState,
   event: SessionEvent.SessionEvent
 ): Effect.Effect<void, HarnessError.HarnessError> =>
-  state.handle === undefined || env.hooks.listeners.current().length === 0
-    ? Effect.void
-    : env.hooks.listeners.apply({ event, agent: state.handle }, () => Effect.void)
+  listening(env, state) ? env.hooks.listeners.apply({ event, agent: state.handle! }, () => Effect.void) : Effect.void
 
 /**
  * Appends an event of a turn and runs its listeners, unless the turn is being closed: then the

@@ -141,6 +141,11 @@ export interface AgentState {
   lastTurn: number
   /** The settings of the session's last logged request, as JSON. */
   lastSettings: string | undefined
+  /**
+   * Those settings as logged (deep-frozen) by this agent, to compare a request's with by
+   * reference before serializing them; `undefined` until it logs settings.
+   */
+  loggedSettings: SessionEvent.RequestSettings | undefined
   /** The handle, for listeners; set once it exists. */
   handle: Agent.Agent | undefined
   /** `agent.compact()` calls waiting for the driver: run between turns, before the queued messages. */

@@ -14,7 +14,7 @@ import { SessionEvent } from "@dsh/session"
 import { Data, Effect, Stream } from "effect"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
-import { logInTurn } from "./events.ts"
+import { dropLate, listening, logInTurn } from "./events.ts"
 import { catalogCode, describeCause, typedError } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
@@ -136,13 +136,46 @@ const logRequest = (
   request: ModelRequest.ModelRequest
 ): Effect.Effect<void, HarnessError.HarnessError> => {
   const settings = SessionEvent.settingsOf(request)
-  const encoded = JSON.stringify(settings)
   const base = { turn: turn.number, step: step.number, model: request.model }
+  // most steps ask with the settings of the last: proven by reference, without serializing them
+  if (sameAsLogged(settings, state.loggedSettings)) return logInTurn(env, state, turn, "model/request", base)
+  const encoded = JSON.stringify(settings)
   if (encoded === state.lastSettings) return logInTurn(env, state, turn, "model/request", base)
-  return logInTurn(env, state, turn, "model/request", { ...base, settings }, () => (state.lastSettings = encoded))
+  return logInTurn(env, state, turn, "model/request", { ...base, settings }, (event) => {
+    state.lastSettings = encoded
+    state.loggedSettings = event.data.settings
+  })
 }
 
-/** Streams the model, logging each chunk before the assembler takes it. */
+/**
+ * Whether settings hold the values of the last logged ones, key for key in the same order,
+ * by reference (an array's elements each by reference). The logged settings are deep-frozen,
+ * so what holds the same references serializes to the same JSON; anything else is compared
+ * as JSON by the caller.
+ */
+const sameAsLogged = (settings: SessionEvent.RequestSettings, logged: SessionEvent.RequestSettings | undefined): boolean => {
+  if (logged === undefined) return false
+  const keys = Object.keys(settings)
+  const loggedKeys = Object.keys(logged)
+  if (keys.length !== loggedKeys.length) return false
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!
+    if (key !== loggedKeys[k]) return false
+    const value: unknown = settings[key as keyof typeof settings]
+    const was: unknown = logged[key as keyof typeof logged]
+    if (value === was) continue
+    if (!Array.isArray(value) || !Array.isArray(was) || value.length !== was.length) return false
+    for (let i = 0; i < value.length; i++) if (value[i] !== was[i]) return false
+  }
+  return true
+}
+
+/**
+ * Streams the model, logging each chunk before the assembler takes it. With listeners to run,
+ * chunk by chunk (each chunk's listeners before the next is logged); with none, each batch the
+ * stream delivers is logged in one synchronous burst (the same events, one Effect per batch
+ * instead of several per chunk: the chunks are most of a step's events).
+ */
 const streamAnswer = (
   env: Env,
   state: AgentState,
@@ -152,13 +185,28 @@ const streamAnswer = (
 ) =>
   Effect.suspend(() => {
     const assembler = Assembler.make()
+    const open = () => !turn.closed
+    const logOne = (chunk: StreamChunk.StreamChunk) =>
+      Effect.andThen(
+        logInTurn(env, state, turn, "assistant/chunk", { turn: turn.number, step: step.number, chunk }),
+        Effect.sync(() => void assembler.push(chunk))
+      )
+    // the chunks of a batch from the first the closed turn refused: each is dropped (and pushed)
+    const logBurst = (chunks: ReadonlyArray<StreamChunk.StreamChunk>) =>
+      Effect.flatMap(
+        env.session.appendBurst((appendIf) => {
+          for (let i = 0; i < chunks.length; i++) {
+            const chunk = chunks[i]!
+            if (appendIf(open, "assistant/chunk", { turn: turn.number, step: step.number, chunk }) === undefined) return i
+            assembler.push(chunk)
+          }
+          return chunks.length
+        }),
+        (logged) => (logged === chunks.length ? Effect.void : Effect.forEach(chunks.slice(logged), (chunk) =>
+          Effect.andThen(dropLate(env, turn, "assistant/chunk"), Effect.sync(() => void assembler.push(chunk))), { discard: true }))
+      )
     return env.model.stream(request).pipe(
-      Stream.runForEach((chunk: StreamChunk.StreamChunk) =>
-        Effect.andThen(
-          logInTurn(env, state, turn, "assistant/chunk", { turn: turn.number, step: step.number, chunk }),
-          Effect.sync(() => void assembler.push(chunk))
-        )
-      ),
+      Stream.runForEachArray((chunks) => (listening(env, state) ? Effect.forEach(chunks, logOne, { discard: true }) : logBurst(chunks))),
       Effect.andThen(Effect.sync(() => assembler.done()))
     )
   })
