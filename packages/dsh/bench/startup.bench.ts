@@ -11,10 +11,10 @@
  *   directory), the same two times;
  *
  * from the sources (`--conditions=@dsh/source`, Node stripping the types: how the workspace
- * runs it) and from the bundle a user runs (`dist/bin/dsh.mjs`, ADR 0029; made here, into a
+ * runs it) and from the bundle a user runs (`dist/bin/dsh.cjs`, the launcher, and the script it runs, ADR 0029; made here, into a
  * temporary directory, by `scripts/bundle-command.mjs`, so it is always the current code), with
- * Node's compile cache warm (the second and later starts: `bin.ts` turns the cache on, and one
- * unmeasured round fills it) and cold (a first start: an empty cache directory every run).
+ * the compile cache warm (the second and later starts: `bin.ts` turns Node's on, the launcher
+ * keeps its own code cache in the home, and one unmeasured round fills them) and cold (a first start: an empty cache directory every run).
  * `node -e 0` is the floor, what any Node process costs. `STARTUP_BENCH_BIN=<file.js>` adds the
  * same cases for another build of the command, named "other".
  *

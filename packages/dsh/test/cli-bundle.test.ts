@@ -4,12 +4,12 @@
  * each part of the bundle carries — the parser and help, a headless turn with the coding tools
  * (bash runs a real child process), `--json`, the session written, listed, resumed and
  * replayed, the lazily loaded chunks (Anthropic's adapter, MCP with a real server), and the
- * typed failures — so a bundling mistake (a module the bundle cannot carry, a chunk that does
- * not load) fails here, not on a user's machine. The rest of the command's behaviour is
+ * typed failures, and the launcher's code cache — so a bundling mistake (a module the bundle
+ * cannot carry, a lazily loaded part that does not load) fails here, not on a user's machine. The rest of the command's behaviour is
  * tested from the sources by the other cli-*.test.ts files.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -93,6 +93,29 @@ describe("the bundled dsh command", slow, () => {
     expect(result.stderr).toMatch(/ {2}✓ everything__echo [\d.]+s/)
     expect(result.stdout).toBe("It echoed.\n")
     expect(result.status).toBe(0)
+  })
+
+  it("the launcher's code cache: written after a first run, used by the next, rewritten when V8 rejects it, off with NODE_DISABLE_COMPILE_CACHE", async () => {
+    const home = makeHome()
+    const directory = join(home.root, ".cache", "dsh", "code-cache")
+    const first = await dsh(home, ["--help"])
+    expect(first.status).toBe(0)
+    const [file, ...others] = readdirSync(directory)
+    expect(others).toStrictEqual([])
+    expect(file).toMatch(new RegExp(`^other-${process.version}-${process.arch}-\\d+-\\d+\\.bin$`))
+    const cache = readFileSync(join(directory, file!))
+    const second = await dsh(home, ["--help"])
+    expect(second.stdout).toBe(first.stdout)
+    // used, so not written again
+    expect(readFileSync(join(directory, file!)).equals(cache)).toBe(true)
+    writeFileSync(join(directory, file!), "not a code cache")
+    const third = await dsh(home, ["--help"])
+    expect(third.stdout).toBe(first.stdout)
+    expect(readFileSync(join(directory, file!)).length).toBeGreaterThan(1000)
+
+    const off = makeHome({ NODE_DISABLE_COMPILE_CACHE: "1" })
+    expect((await dsh(off, ["--version"])).status).toBe(0)
+    expect(existsSync(join(off.root, ".cache", "dsh"))).toBe(false)
   })
 
   it("typed failures: no key (LLM_CONFIG, exit 2), Anthropic's adapter without its key, a failing provider", async () => {

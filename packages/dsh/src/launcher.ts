@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+/**
+ * The published `dsh` command (ADR 0029): runs the bundled command, `dsh-command.cjs` beside
+ * this file (one CommonJS script), through `vm.Script` with a V8 code cache made at the end of
+ * an earlier run of the same command. Node's own compile cache is made when a module is
+ * compiled, before it runs, so it holds only what V8 compiles eagerly; a cache made after a
+ * run also holds every function that run compiled, which a start would otherwise parse and
+ * compile again.
+ *
+ * The cache is a file per command (`run`, `chat`, `resume`, `sessions`, `replay`, and one for
+ * the rest), Node version and build of the bundle, in `$XDG_CACHE_HOME/dsh/code-cache`
+ * (`~/.cache/dsh/code-cache`); it is written when there was none or V8 rejected it, and a cache
+ * that cannot be read or written only makes the start slower. `NODE_DISABLE_COMPILE_CACHE`
+ * turns it off.
+ *
+ * @since 0.1.0
+ */
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
+import Module from "node:module"
+import { homedir } from "node:os"
+import { dirname, join } from "node:path"
+import * as vm from "node:vm"
+
+const bundle = join(__dirname, "dsh-command.cjs")
+
+/** The commands whose starts compile different code, each with a cache of its own. */
+const commands = new Set(["run", "chat", "resume", "sessions", "replay"])
+
+const cacheFileOf = (stats: { readonly size: number; readonly mtimeMs: number }): string => {
+  const command = commands.has(process.argv[2] ?? "") ? process.argv[2]! : "other"
+  const directory = join(process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache"), "dsh", "code-cache")
+  return join(directory, `${command}-${process.version}-${process.arch}-${stats.size}-${Math.trunc(stats.mtimeMs)}.bin`)
+}
+
+const readCache = (file: string): Buffer | undefined => {
+  try {
+    return readFileSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+// renamed into place, so a concurrent start reads a whole cache or none
+const writeCache = (file: string, data: Buffer): void => {
+  try {
+    mkdirSync(dirname(file), { recursive: true })
+    const partial = `${file}.${process.pid}.tmp`
+    writeFileSync(partial, data)
+    renameSync(partial, file)
+  } catch {
+    // no cache: the next start compiles again
+  }
+}
+
+const start = (): void => {
+  const file = (process.env["NODE_DISABLE_COMPILE_CACHE"] ?? "") === "" ? cacheFileOf(statSync(bundle)) : undefined
+  const cachedData = file === undefined ? undefined : readCache(file)
+  const script = new vm.Script(Module.wrap(readFileSync(bundle, "utf8")), {
+    filename: bundle,
+    ...(cachedData === undefined ? {} : { cachedData }),
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER
+  })
+  if (file !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+    process.once("exit", () => writeCache(file, script.createCachedData()))
+  }
+  const module = { exports: {} }
+  const run = script.runInThisContext() as (...args: ReadonlyArray<unknown>) => void
+  run.call(module.exports, module.exports, Module.createRequire(bundle), module, bundle, __dirname)
+}
+
+start()
