@@ -52,10 +52,13 @@ const writeCache = (file: string, data: Buffer): void => {
   }
 }
 
+// how Node wraps a CommonJS module: the bundle reads require, module and __dirname from it
+const wrap = (source: string): string => `(function (exports, require, module, __filename, __dirname) { ${source}\n});`
+
 const start = (): void => {
   const file = (process.env["NODE_DISABLE_COMPILE_CACHE"] ?? "") === "" ? cacheFileOf(statSync(bundle)) : undefined
   const cachedData = file === undefined ? undefined : readCache(file)
-  const script = new vm.Script(Module.wrap(readFileSync(bundle, "utf8")), {
+  const script = new vm.Script(wrap(readFileSync(bundle, "utf8")), {
     filename: bundle,
     ...(cachedData === undefined ? {} : { cachedData }),
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER
