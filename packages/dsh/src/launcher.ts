@@ -10,15 +10,16 @@
  * The cache is a file per command (`run`, `chat`, `resume`, `sessions`, `replay`, and one for
  * the rest), Node version and build of the bundle, in `$XDG_CACHE_HOME/dsh/code-cache`
  * (`~/.cache/dsh/code-cache`); it is written when there was none or V8 rejected it, and a cache
- * that cannot be read or written only makes the start slower. `NODE_DISABLE_COMPILE_CACHE`
- * turns it off.
+ * that cannot be read or written only makes the start slower; writing one removes the
+ * command's caches of other Node versions and builds. `NODE_DISABLE_COMPILE_CACHE` turns it
+ * off.
  *
  * @since 0.1.0
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import Module from "node:module"
 import { homedir } from "node:os"
-import { dirname, join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import * as vm from "node:vm"
 
 const bundle = join(__dirname, "dsh-command.cjs")
@@ -26,8 +27,10 @@ const bundle = join(__dirname, "dsh-command.cjs")
 /** The commands whose starts compile different code, each with a cache of its own. */
 const commands = new Set(["run", "chat", "resume", "sessions", "replay"])
 
+const commandOf = (argv: ReadonlyArray<string>): string => commands.has(argv[2] ?? "") ? argv[2]! : "other"
+
 const cacheFileOf = (stats: { readonly size: number; readonly mtimeMs: number }): string => {
-  const command = commands.has(process.argv[2] ?? "") ? process.argv[2]! : "other"
+  const command = commandOf(process.argv)
   const directory = join(process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache"), "dsh", "code-cache")
   return join(directory, `${command}-${process.version}-${process.arch}-${stats.size}-${Math.trunc(stats.mtimeMs)}.bin`)
 }
@@ -40,13 +43,19 @@ const readCache = (file: string): Buffer | undefined => {
   }
 }
 
-// renamed into place, so a concurrent start reads a whole cache or none
+// renamed into place, so a concurrent start reads a whole cache or none; the command's caches
+// of other Node versions and builds go (an upgrade leaves none behind)
 const writeCache = (file: string, data: Buffer): void => {
   try {
-    mkdirSync(dirname(file), { recursive: true })
+    const directory = dirname(file)
+    mkdirSync(directory, { recursive: true })
     const partial = `${file}.${process.pid}.tmp`
     writeFileSync(partial, data)
     renameSync(partial, file)
+    const own = `${commandOf(process.argv)}-`
+    for (const name of readdirSync(directory)) {
+      if (name.startsWith(own) && name.endsWith(".bin") && name !== basename(file)) rmSync(join(directory, name), { force: true })
+    }
   } catch {
     // no cache: the next start compiles again
   }

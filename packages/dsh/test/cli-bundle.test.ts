@@ -9,7 +9,7 @@
  * tested from the sources by the other cli-*.test.ts files.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -95,13 +95,18 @@ describe("the bundled dsh command", slow, () => {
     expect(result.status).toBe(0)
   })
 
-  it("the launcher's code cache: written after a first run, used by the next, rewritten when V8 rejects it, off with NODE_DISABLE_COMPILE_CACHE", async () => {
+  it("the launcher's code cache: written after a first run (an older one of the command removed), used by the next, rewritten when V8 rejects it, off with NODE_DISABLE_COMPILE_CACHE", async () => {
     const home = makeHome()
     const directory = join(home.root, ".cache", "dsh", "code-cache")
+    // an earlier build's cache of the same command, and another command's
+    mkdirSync(directory, { recursive: true })
+    writeFileSync(join(directory, "other-v0.0.0-x64-1-1.bin"), "stale")
+    writeFileSync(join(directory, "run-v0.0.0-x64-1-1.bin"), "another command's")
     const first = await dsh(home, ["--help"])
     expect(first.status).toBe(0)
-    const [file, ...others] = readdirSync(directory)
+    const [file, ...others] = readdirSync(directory).filter((name) => name.startsWith("other-"))
     expect(others).toStrictEqual([])
+    expect(existsSync(join(directory, "run-v0.0.0-x64-1-1.bin"))).toBe(true)
     expect(file).toMatch(new RegExp(`^other-${process.version}-${process.arch}-\\d+-\\d+\\.bin$`))
     const cache = readFileSync(join(directory, file!))
     const second = await dsh(home, ["--help"])
