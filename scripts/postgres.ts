@@ -75,7 +75,8 @@ export const unavailable = (): string | undefined =>
       "(install Debian's package: apt-get install -y postgresql), and DSH_PG_URL is not set"
     : undefined
 
-const freePort = (): Promise<number> =>
+/** A free TCP port on 127.0.0.1 (taken and let go: whoever asked binds it right after). */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer()
     server.once("error", reject)

@@ -12,9 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { bundleCommand } from "../../../scripts/bundle-command.mjs"
-import { dsh as dshFrom, Fixture, type Home, makeHome, messagesOf, type Options, server, text, toolCall } from "./cli-helpers.ts"
+import { dsh as dshFrom, Fixture, type Home, makeHome, messagesOf, type Options, server, text, toolCall, writeEverythingServers } from "./cli-helpers.ts"
 
 const slow = { timeout: 120_000 }
 
@@ -84,9 +83,7 @@ describe("the bundled dsh command", slow, () => {
 
   it("MCP, loaded when a server is named: a real server's tool runs", async () => {
     const home = makeHome()
-    const everything = fileURLToPath(import.meta.resolve("@modelcontextprotocol/server-everything/dist/index.js"))
-    const file = join(home.cwd, "mcp.json")
-    writeFileSync(file, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everything, "stdio"] } } }))
+    const file = writeEverythingServers(home)
     const fake = await server([toolCall("everything__echo", { message: "hello over MCP" }), text("It echoed.")])
     const result = await dsh(home, ["run", "Echo", "--mcp", file, "--tools", "none", "--yes", "--base-url", fake.url])
     await fake.close()

@@ -11,6 +11,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** The command from its sources (this Node strips the types). */
 export const bin = join(import.meta.dirname, "..", "src", "bin.ts")
@@ -67,6 +68,17 @@ export const makeHome = (extra: Record<string, string> = {}): Home => {
     cwd,
     env: { ...inherited, HOME: root, XDG_CONFIG_HOME: config, XDG_DATA_HOME: data, DEEPSEEK_API_KEY: "sk-test", NO_COLOR: "1", ...extra }
   }
+}
+
+/**
+ * Writes an MCP servers file in the home's working directory naming the reference server
+ * `@modelcontextprotocol/server-everything` over stdio, with this Node, as `everything`; returns its path.
+ */
+export const writeEverythingServers = (home: Home): string => {
+  const everything = fileURLToPath(import.meta.resolve("@modelcontextprotocol/server-everything/dist/index.js"))
+  const file = join(home.cwd, "mcp.json")
+  writeFileSync(file, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everything, "stdio"] } } }))
+  return file
 }
 
 /** Writes the home's config file (`$XDG_CONFIG_HOME/dsh/config.json`). */

@@ -7,23 +7,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { dsh, type Home, makeHome, messagesOf, server, text, toolCall } from "./cli-helpers.ts"
+import { dsh, makeHome, messagesOf, server, text, toolCall, writeEverythingServers } from "./cli-helpers.ts"
 
 const slow = { timeout: 120_000 }
-
-const everything = fileURLToPath(import.meta.resolve("@modelcontextprotocol/server-everything/dist/index.js"))
-
-const writeServers = (home: Home): string => {
-  const file = join(home.cwd, "mcp.json")
-  writeFileSync(file, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everything, "stdio"] } } }))
-  return file
-}
 
 describe("dsh run --mcp", slow, () => {
   it("a server's tool runs under its prefixed name with --yes, and its result reaches the model", async () => {
     const home = makeHome()
-    const file = writeServers(home)
+    const file = writeEverythingServers(home)
     const fake = await server([toolCall("everything__echo", { message: "hello over MCP" }), text("It echoed.")])
     const result = await dsh(home, ["run", "Echo something", "--mcp", file, "--tools", "none", "--yes", "--base-url", fake.url])
     await fake.close()
@@ -39,7 +30,7 @@ describe("dsh run --mcp", slow, () => {
 
   it("without --yes the policy's question has no one to answer it: TOOL_DENIED, the turn goes on", async () => {
     const home = makeHome()
-    const file = writeServers(home)
+    const file = writeEverythingServers(home)
     const fake = await server([toolCall("everything__echo", { message: "hi" }), text("Refused.")])
     const result = await dsh(home, ["run", "Echo something", "--mcp", file, "--tools", "none", "--base-url", fake.url])
     await fake.close()

@@ -121,6 +121,31 @@ export interface Wire<F> {
 }
 
 /**
+ * The wire of a fixture format with a status, headers and a list of writes (strings or data,
+ * and the markers {@link stepOf} knows): `writeBytes` encodes a write, `payloadText` what a
+ * `repeat` repeats, `refusal` answers what the server cannot.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const wireOf = <
+  W extends string | object,
+  P,
+  F extends { readonly status?: number; readonly headers?: Readonly<Record<string, string>>; readonly writes: ReadonlyArray<W> }
+>(fixtures: {
+  readonly writeBytes: (write: W) => Uint8Array | undefined
+  readonly payloadText: (payload: P) => string
+  readonly refusal: (message: string) => F
+}): Wire<F> => {
+  const encoder = new TextEncoder()
+  const encode = { bytes: fixtures.writeBytes, payload: (payload: P) => encoder.encode(fixtures.payloadText(payload)) }
+  return {
+    script: (fixture) => ({ status: fixture.status, headers: fixture.headers, steps: fixture.writes.map((write) => stepOf(write, encode)) }),
+    refusal: fixtures.refusal
+  }
+}
+
+/**
  * @since 0.1.0
  * @category models
  */

@@ -26,21 +26,16 @@ import * as PlaybackServer from "@dsh/model/PlaybackServer"
 import type { Effect, Scope } from "effect"
 import * as Fixture from "./Fixture.ts"
 
-/**
- * A request as the server received it.
- *
- * @since 0.1.0
- * @category models
- */
-export type RecordedRequest = PlaybackServer.RecordedRequest
-
-/**
- * What became of a response.
- *
- * @since 0.1.0
- * @category models
- */
-export type ResponseLog = PlaybackServer.ResponseLog
+export type {
+  /** @since 0.1.0 */
+  PlaybackServer as FakeServer,
+  /** @since 0.1.0 */
+  RecordedRequest,
+  /** @since 0.1.0 */
+  ResponseLog,
+  /** @since 0.1.0 */
+  Running
+} from "@dsh/model/PlaybackServer"
 
 /**
  * How the server answers: one fixture for every request, a list answered in order (a request
@@ -51,33 +46,12 @@ export type ResponseLog = PlaybackServer.ResponseLog
  */
 export type Respond = PlaybackServer.Respond<Fixture.Fixture>
 
-/**
- * @since 0.1.0
- * @category models
- */
-export type FakeServer = PlaybackServer.PlaybackServer
-
-/**
- * A running server with a Promise-based stop, for code outside Effect (benchmarks, scripts).
- *
- * @since 0.1.0
- * @category models
- */
-export type Running = PlaybackServer.Running
-
-const encoder = new TextEncoder()
-
 /** This wire's fixtures as the playback server plays them; a request it cannot answer gets a 400. */
-const wire: PlaybackServer.Wire<Fixture.Fixture> = {
-  script: (fixture) => ({
-    status: fixture.status,
-    headers: fixture.headers,
-    steps: fixture.writes.map((write) =>
-      PlaybackServer.stepOf(write, { bytes: Fixture.writeBytes, payload: (payload: Fixture.Payload) => encoder.encode(Fixture.payloadText(payload)) })
-    )
-  }),
-  refusal: (message) => Fixture.errorResponse(400, message)
-}
+const wire = PlaybackServer.wireOf({
+  writeBytes: Fixture.writeBytes,
+  payloadText: Fixture.payloadText,
+  refusal: (message): Fixture.Fixture => Fixture.errorResponse(400, message)
+})
 
 /**
  * Starts a server; `close` stops it, dropping any connection still open.
@@ -85,7 +59,7 @@ const wire: PlaybackServer.Wire<Fixture.Fixture> = {
  * @since 0.1.0
  * @category constructors
  */
-export const start = (respond: Respond): Promise<Running> => PlaybackServer.start(respond, wire)
+export const start = (respond: Respond): Promise<PlaybackServer.Running> => PlaybackServer.start(respond, wire)
 
 /**
  * Starts a server for the current scope; closing the scope stops it and drops any connection
@@ -94,4 +68,5 @@ export const start = (respond: Respond): Promise<Running> => PlaybackServer.star
  * @since 0.1.0
  * @category constructors
  */
-export const make = (respond: Respond): Effect.Effect<FakeServer, never, Scope.Scope> => PlaybackServer.make(respond, wire)
+export const make = (respond: Respond): Effect.Effect<PlaybackServer.PlaybackServer, never, Scope.Scope> =>
+  PlaybackServer.make(respond, wire)
