@@ -4,7 +4,7 @@
 // that do not decode, and a writer process killed with SIGKILL mid-turn. The contract both
 // stores share is in store-contract.test.ts.
 import { Content } from "@dsh/llm"
-import { FlushCheckpoint, JsonlSessions, type Session, SessionStore } from "@dsh/session"
+import { FlushCheckpoint, JsonlSessions, SessionStore } from "@dsh/session"
 import { PgSessions } from "@dsh/sql-sessions"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
@@ -13,6 +13,7 @@ import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { join } from "node:path"
+import { appendMany, create, flush, text } from "./contract/suite.ts"
 import { client, freshDatabase, withClient } from "./fixtures/postgres.ts"
 
 type Services = SessionStore | FlushCheckpoint | PgSessions.PgSessions
@@ -39,24 +40,6 @@ const openLayer = (layer: Layer.Layer<Services>) =>
 
 const withDatabase = <A, E, R>(f: (url: string) => Effect.Effect<A, E, R>) =>
   Effect.scoped(Effect.flatMap(Effect.orDie(freshDatabase), f))
-
-const text = (session: Session.Session, body: string) =>
-  session.append("user/message", { content: [Content.text(body)], source: "user" })
-
-const appendMany = (session: Session.Session, count: number) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < count; i++) yield* text(session, `m${yield* session.seq}`)
-  })
-
-const flush = (session: Session.Session) =>
-  Effect.gen(function*() {
-    yield* (yield* FlushCheckpoint).flush(session)
-  })
-
-const create = (id: string) =>
-  Effect.gen(function*() {
-    return yield* (yield* SessionStore).create({ id })
-  })
 
 const resume = (id: string) =>
   Effect.gen(function*() {

@@ -86,20 +86,24 @@ export interface Storage {
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-const text = (session: Session.Session, body: string) =>
+/** Appends a user message. */
+export const text = (session: Session.Session, body: string) =>
   session.append("user/message", { content: [Content.text(body)], source: "user" })
 
-const appendMany = (session: Session.Session, count: number) =>
+/** Appends `count` user messages, each naming its seq. */
+export const appendMany = (session: Session.Session, count: number) =>
   Effect.gen(function*() {
     for (let i = 0; i < count; i++) yield* text(session, `m${yield* session.seq}`)
   })
 
-const flush = (session: Session.Session) =>
+/** Flushes the session through the store's checkpoint. */
+export const flush = (session: Session.Session) =>
   Effect.gen(function*() {
     yield* (yield* FlushCheckpoint).flush(session)
   })
 
-const create = (id: string) =>
+/** Creates a session in the store. */
+export const create = (id: string) =>
   Effect.gen(function*() {
     return yield* (yield* SessionStore).create({ id })
   })
