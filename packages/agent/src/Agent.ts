@@ -10,7 +10,12 @@ import type { ModelErrors } from "@dsh/model"
 import type { PromptSectionError } from "@dsh/prompt"
 import type { ToolErrors } from "@dsh/tools"
 import type { Session, SessionEvent, SessionErrors } from "@dsh/session"
-import { Context, type Duration, type Effect, Schema, type Scope, type Stream } from "effect"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import type * as TurnResult from "./TurnResult.ts"
 
 /**

@@ -23,7 +23,9 @@
  */
 import { type FinishReason, type HarnessError, type Message, Middleware, type ModelRequest, type Usage } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { Agent } from "./Agent.ts"
 
 /**

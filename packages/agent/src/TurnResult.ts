@@ -13,7 +13,7 @@
  */
 import { Content, HarnessError, History, Usage } from "@dsh/llm"
 import { Derivation, type SessionEvent } from "@dsh/session"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Options of `agent.run`.

@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { Content } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Encrypted thinking (`redacted_thinking`): a `custom` block of kind

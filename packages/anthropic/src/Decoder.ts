@@ -28,7 +28,11 @@
  * @since 0.1.0
  */
 import { HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
-import { Array as Arr, Cause, Effect, Pull, Stream } from "effect"
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
+import * as Stream from "effect/Stream"
 import { excerpt, fromStreamError } from "./Failure.ts"
 import * as Translate from "./Translate.ts"
 

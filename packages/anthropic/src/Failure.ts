@@ -30,7 +30,9 @@
  * @since 0.1.0
  */
 import { HarnessError, LlmError } from "@dsh/llm"
-import { Predicate, Redacted, Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import * as Wire from "./Wire.ts"
 
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.fromJsonString(Wire.ErrorBody))

@@ -40,7 +40,8 @@
  * @since 0.1.0
  */
 import { Assembler, type Content, type FinishReason, Ids, LlmError, type StreamChunk as Chunk, type Usage } from "@dsh/llm"
-import { Predicate, Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { RedactedThinking, ServerBlock } from "./Blocks.ts"
 import { excerpt, fromStreamError, quote } from "./Failure.ts"
 import * as Wire from "./Wire.ts"

@@ -28,7 +28,9 @@
  * @since 0.1.0
  */
 import type { ToolErrors } from "@dsh/tools"
-import { Context, type Duration, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
 import type { CommandFailedError, JobNotFoundError } from "./BashError.ts"
 
 /**

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A command could not be started or watched: the shell is missing, the working directory does

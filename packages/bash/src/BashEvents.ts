@@ -24,7 +24,7 @@
  * @since 0.1.0
  */
 import { SessionEvent } from "@dsh/session"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * `bash:job-started`: a job's shell is running; `pid` is its process group id.

@@ -18,7 +18,10 @@
  * @since 0.1.0
  */
 import { Tool, type ToolErrors, type ToolRegistry, Tools } from "@dsh/tools"
-import { Duration, Effect, type Layer, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as Bash from "./Bash.ts"
 
 const Command = Schema.String.check(Schema.isMinCodePoints(1)).annotate({

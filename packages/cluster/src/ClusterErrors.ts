@@ -7,7 +7,7 @@
  */
 import { HarnessError } from "@dsh/llm"
 import { SessionEvent } from "@dsh/session"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A `Run` (the one-call turn) whose message was taken by a turn that ended before the answer

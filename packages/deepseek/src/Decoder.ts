@@ -8,7 +8,7 @@
  */
 import type { LlmError, StreamChunk } from "@dsh/llm"
 import { Decoder, Profile, Profiles } from "@dsh/openai"
-import type { Stream } from "effect"
+import type * as Stream from "effect/Stream"
 
 /**
  * A decoder for one response. Not shared between fibers.

@@ -31,7 +31,9 @@ import { Model, ModelRegistry } from "@dsh/model"
 import { type Section, SystemPrompt } from "@dsh/prompt"
 import { FlushCheckpoint, JsonlSessions, type SessionErrors, SessionStore } from "@dsh/session"
 import { type Tool, type ToolErrors, type ToolMiddleware, ToolRegistry, Tools } from "@dsh/tools"
-import { Effect, Layer, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 
 /**
  * Options of {@link layer}.

@@ -25,7 +25,11 @@
  */
 import type { LlmError, ModelRequest, StreamChunk } from "@dsh/llm"
 import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
-import { Effect, type Layer, Result, type Scope, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { type AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
 import * as ErrorMapping from "./ErrorMapping.ts"
 import * as PartTranslation from "./PartTranslation.ts"

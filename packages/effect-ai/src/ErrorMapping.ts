@@ -35,7 +35,8 @@
  * @since 0.1.0
  */
 import { LlmError } from "@dsh/llm"
-import { Duration, Predicate } from "effect"
+import * as Duration from "effect/Duration"
+import * as Predicate from "effect/Predicate"
 import { AiError } from "effect/ai"
 
 /**

@@ -37,7 +37,9 @@ import {
   StreamChunk,
   type Usage
 } from "@dsh/llm"
-import { Effect, Result, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Stream from "effect/Stream"
 import type { Response } from "effect/ai"
 import { Base64 } from "effect/encoding"
 import * as ErrorMapping from "./ErrorMapping.ts"

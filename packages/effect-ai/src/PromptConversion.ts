@@ -33,7 +33,8 @@
  * @since 0.1.0
  */
 import { type Content, LlmError, Message, type ModelRequest } from "@dsh/llm"
-import { Result, type Schema } from "effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import { type LanguageModel, Prompt, Tool, Toolkit } from "effect/ai"
 import { Base64 } from "effect/encoding"
 import * as ReasoningMetadata from "./ReasoningMetadata.ts"

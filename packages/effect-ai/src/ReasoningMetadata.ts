@@ -15,7 +15,8 @@
  *
  * @since 0.1.0
  */
-import { Predicate, type Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import type * as Schema from "effect/Schema"
 import type { Prompt, Response } from "effect/ai"
 
 /**

@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A path that does not exist (`ENOENT`): the file, or a directory on the way to it.

@@ -15,7 +15,12 @@
  */
 import type { Session, SessionEvent } from "@dsh/session"
 import { Derivation, SessionStore } from "@dsh/session"
-import { Context, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import { InvariantError } from "./InvariantError.ts"
 import * as Rules from "./Rules.ts"
 

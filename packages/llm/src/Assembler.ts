@@ -27,7 +27,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type { ContentBlock, ToolCallBlock } from "./Content.ts"
 import type { FinishReason } from "./FinishReason.ts"
 import type { CallId } from "./Ids.ts"

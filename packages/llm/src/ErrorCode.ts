@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Every code with its meaning and the package that raises it.

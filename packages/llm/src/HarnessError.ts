@@ -6,7 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Predicate, Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import type { ErrorCode } from "./ErrorCode.ts"
 import { bounded, messageOf, render } from "./internal/render.ts"
 

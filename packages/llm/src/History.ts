@@ -35,7 +35,8 @@
  *
  * @since 0.1.0
  */
-import { Schema, SchemaTransformation } from "effect"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { Equivalence } from "effect/Equivalence"
 import { dual } from "effect/Function"
 import { NodeInspectSymbol } from "effect/Inspectable"

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * The id of one tool call, assigned by the model (or the adapter) and echoed by its result.

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { ContentBlock, text as textBlock } from "./Content.ts"
 
 /**

@@ -11,7 +11,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Schema, type Scope, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as HarnessError from "./HarnessError.ts"
 import * as ScopedList from "./ScopedList.ts"
 

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { Usage } from "./Usage.ts"
 
 const PerMillion = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))

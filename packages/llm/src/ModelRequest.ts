@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import * as History from "./History.ts"
 import type { Message } from "./Message.ts"
 

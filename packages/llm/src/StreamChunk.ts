@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { ContentBlock } from "./Content.ts"
 import { FinishReason } from "./FinishReason.ts"
 import { CallId } from "./Ids.ts"

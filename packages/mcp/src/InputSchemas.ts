@@ -12,7 +12,9 @@
  *
  * @since 0.1.0
  */
-import { Predicate, Result, type Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 
 /**
  * The bounds of an input schema.

@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * An MCP server could not be started or reached, or its handshake failed. At the Layer's

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { SessionEvent } from "@dsh/session"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A call found its server gone (it had died, broken the protocol or been disconnected) and

@@ -5,7 +5,9 @@
  *
  * @since 0.1.0
  */
-import { Context, type Effect, type Stream } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Stream from "effect/Stream"
 
 /**
  * A registered tool of a server: its dsh name and what the server calls it.

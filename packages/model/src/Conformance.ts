@@ -18,7 +18,16 @@
  */
 import { Assembler, ErrorCode, HarnessError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, type Layer, Option, type Scope, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as ChunkContract from "./ChunkContract.ts"
 import { Model } from "./Model.ts"
 

@@ -6,7 +6,11 @@
  * @since 0.1.0
  */
 import { Assembler, LlmError, Middleware, type ModelRequest, type StreamChunk } from "@dsh/llm"
-import { Context, Effect, Layer, type Scope, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { NoModelError } from "./ModelError.ts"
 import { ModelRegistry } from "./ModelRegistry.ts"
 

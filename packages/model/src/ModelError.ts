@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * No registered adapter serves the requested model.

@@ -6,7 +6,12 @@
  * @since 0.1.0
  */
 import type { LlmError, ModelInfo, ModelRequest, StreamChunk } from "@dsh/llm"
-import { Context, Effect, Layer, Option, type Scope, type Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import { ModelConflictError, NoModelError } from "./ModelError.ts"
 
 /**

@@ -8,7 +8,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 

@@ -35,7 +35,10 @@ import {
   type StreamChunk,
   type Usage
 } from "@dsh/llm"
-import { Context, Effect, Layer, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import { type ModelConflictError, ScriptExhaustedError } from "./ModelError.ts"
 import { ModelRegistry } from "./ModelRegistry.ts"
 

@@ -32,7 +32,12 @@
  * @since 0.1.0
  */
 import { HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
-import { Array as Arr, Cause, Effect, Predicate, Pull, Stream } from "effect"
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Pull from "effect/Pull"
+import * as Stream from "effect/Stream"
 import { excerpt, fromStreamError, reported as reportedBody } from "./Failure.ts"
 import type * as Profile from "./Profile.ts"
 import * as Translate from "./Translate.ts"

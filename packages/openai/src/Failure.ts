@@ -28,7 +28,8 @@
  * @since 0.1.0
  */
 import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
-import { Predicate, Redacted } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
 
 /** How much of an unparseable error body a message quotes. */
 const excerptLength = 300

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * The adapter's Layer was built without a required setting (no API key for a server that

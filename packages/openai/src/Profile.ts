@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import { ModelInfo } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * Where reasoning text arrives in a delta.

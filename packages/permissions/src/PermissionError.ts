@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * One thing wrong with a policy: the index of the rule (absent for the policy as a whole),

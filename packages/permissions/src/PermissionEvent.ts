@@ -22,7 +22,7 @@
  * @since 0.1.0
  */
 import { SessionEvent } from "@dsh/session"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Rule } from "./Policy.ts"
 
 /**

@@ -11,7 +11,10 @@
  * @since 0.1.0
  */
 import type { HarnessError } from "@dsh/llm"
-import { Context, Effect, Layer, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Rule } from "./Policy.ts"
 
 /**

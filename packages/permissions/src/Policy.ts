@@ -73,7 +73,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Result, Schema, SchemaIssue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { posix } from "node:path"
 import { type Compiled, compile, matchesArguments, needsArguments, parseArguments } from "./internal/rules.ts"
 import { PolicyInvalidError, type Problem } from "./PermissionError.ts"

@@ -10,7 +10,12 @@
  * @since 0.1.0
  */
 import { HarnessError, Middleware, type ModelRequest, ScopedList } from "@dsh/llm"
-import { Cause, Context, Effect, Layer, Schema, type Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 
 /**
  * A section of the system prompt.

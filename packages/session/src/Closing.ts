@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import { Assembler, Content, type Ids, type StreamChunk } from "@dsh/llm"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { Session } from "./Session.ts"
 import { ToolOutcomeUnknownError } from "./SessionError.ts"
 import type { CoreType, DataOf, SessionEvent, TurnEndReason } from "./SessionEvent.ts"

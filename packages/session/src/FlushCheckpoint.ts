@@ -7,7 +7,10 @@
  * @since 0.1.0
  */
 import { HarnessError, ScopedList } from "@dsh/llm"
-import { Context, Effect, Layer, type Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import type { Session } from "./Session.ts"
 import { PersistenceError } from "./SessionError.ts"
 

@@ -74,22 +74,20 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { HarnessError } from "@dsh/llm"
-import {
-  Cause,
-  Context,
-  Effect,
-  Exit,
-  FileSystem,
-  Layer,
-  Option,
-  Path,
-  type PlatformError,
-  Result,
-  Schema,
-  Scope,
-  Semaphore,
-  Stream
-} from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
+import type * as PlatformError from "effect/PlatformError"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Stream from "effect/Stream"
 import * as Closing from "./Closing.ts"
 import { FlushCheckpoint } from "./FlushCheckpoint.ts"
 import * as LockFile from "./internal/lockFile.ts"

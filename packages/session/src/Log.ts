@@ -11,7 +11,9 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 
 /**
  * @since 0.1.0

@@ -11,7 +11,10 @@
  * @since 0.1.0
  */
 import type { History, Ids } from "@dsh/llm"
-import { Clock, Effect, Schema, type Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
 import * as Derivation from "./Derivation.ts"
 import * as Freeze from "./Freeze.ts"
 import * as Log from "./Log.ts"

@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A session was created with an id the store already holds.

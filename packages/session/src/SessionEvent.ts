@@ -14,7 +14,7 @@
  * @since 0.1.0
  */
 import { Content, FinishReason, HarnessError, Ids, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const Turn = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 const Step = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))

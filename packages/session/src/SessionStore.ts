@@ -6,7 +6,13 @@
  * @since 0.1.0
  */
 import { Ids } from "@dsh/llm"
-import { Clock, Context, Effect, Layer, Option, type Scope, type Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
 import * as Log from "./Log.ts"
 import * as Session from "./Session.ts"
 import { SessionExistsError } from "./SessionError.ts"

@@ -56,7 +56,13 @@
 import { Assembler, Content, HarnessError, History, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { type ModelErrors, ModelRegistry } from "@dsh/model"
 import { Compaction, Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
-import { Context, Effect, type FileSystem, Layer, Predicate, Schema, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 
 // ---------------------------------------------------------------------------------------------
 // errors

@@ -15,7 +15,9 @@ import { Model, ModelRegistry, ScriptedModel } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
 import { FlushCheckpoint, type Session, type SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
 import { ToolRegistry } from "@dsh/tools"
-import { Effect, Layer, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 
 /**
  * What the test layer provides.

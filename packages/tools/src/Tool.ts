@@ -16,7 +16,12 @@
  * @since 0.1.0
  */
 import { type Content, HarnessError, type ModelRequest } from "@dsh/llm"
-import { Duration, type Effect, Option, Predicate, Result, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { isEmptyStruct } from "./internal/json.ts"
 import { clip } from "./internal/text.ts"
 import { InvalidToolError } from "./ToolError.ts"

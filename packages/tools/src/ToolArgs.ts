@@ -35,7 +35,14 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Cause, Exit, Option, Result, Schema, SchemaAST, SchemaIssue, SchemaParser } from "effect"
+import * as Cause from "effect/Cause"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaParser from "effect/SchemaParser"
 import { expectedAt, expectedOf, maxExpectedLength } from "./internal/expected.ts"
 import { fastDecoder, noValue } from "./internal/fast.ts"
 import { beyondDepth, describeAt, excerptAt, isEmptyStruct, locateSyntaxError, positionOf } from "./internal/json.ts"

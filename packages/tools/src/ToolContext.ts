@@ -27,7 +27,10 @@
  */
 import type { Ids } from "@dsh/llm"
 import type { Session } from "@dsh/session"
-import { Context, Effect, Option, type Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 
 /**
  * The call being executed.

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * What kind of problem a violation is, for code that reacts to one without parsing its text:

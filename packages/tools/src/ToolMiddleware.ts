@@ -20,7 +20,9 @@
  * @since 0.1.0
  */
 import type { Content, Middleware } from "@dsh/llm"
-import { Effect, Result, type Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import { preview } from "./internal/text.ts"
 import * as ToolArgs from "./ToolArgs.ts"
 import * as ToolResult from "./ToolResult.ts"

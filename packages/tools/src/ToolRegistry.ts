@@ -39,7 +39,16 @@
  * @since 0.1.0
  */
 import { Content, ErrorCode, type HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
-import { Cause, Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { beyondDepth } from "./internal/json.ts"
 import { describeDefect, isCatalogError, preview, shownName, suggest, truncate } from "./internal/text.ts"
 import * as Tool from "./Tool.ts"

@@ -14,7 +14,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import type * as Tool from "./Tool.ts"
 import type { RegistrationError } from "./ToolError.ts"
 import type { ToolMiddleware } from "./ToolMiddleware.ts"

@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Content, Ids, Usage } from "@dsh/llm"
-import type { Schema } from "effect"
+import type * as Schema from "effect/Schema"
 import * as Fixture from "./Fixture.ts"
 
 /**

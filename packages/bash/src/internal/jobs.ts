@@ -5,7 +5,14 @@
  * @internal
  */
 import type { Session, SessionEvent } from "@dsh/session"
-import { Deferred, type Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { ChildProcessSpawner } from "effect/process"
 import type * as Bash from "../Bash.ts"
 import * as BashEvents from "../BashEvents.ts"

@@ -5,7 +5,9 @@
  * @internal
  */
 import { HarnessError } from "@dsh/llm"
-import { Effect, type FileSystem, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Scope from "effect/Scope"
 import type * as Bash from "../Bash.ts"
 
 /** The head and the tail of a stream of text, within `limit` characters. */

@@ -6,7 +6,12 @@
  * @internal
  */
 import { HarnessError } from "@dsh/llm"
-import { type Duration, Effect, type PlatformError, Predicate, type Scope, Stream } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as PlatformError from "effect/PlatformError"
+import * as Predicate from "effect/Predicate"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { ChildProcess, type ChildProcessSpawner } from "effect/process"
 import type * as Bash from "../Bash.ts"
 import { CommandFailedError } from "../BashError.ts"

@@ -3,7 +3,7 @@
  * caller's overrides, complete, so that nothing is read from the environment (the cluster
  * layers also read `HOST`, `PORT`, `SHARDS_PER_GROUP`, …: a stray `PORT` would move a runner).
  */
-import { Option } from "effect"
+import * as Option from "effect/Option"
 import { RunnerAddress, ShardingConfig } from "effect/cluster"
 
 /** Overrides of the cluster's sharding settings (`ShardingConfig`). */

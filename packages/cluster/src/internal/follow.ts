@@ -5,7 +5,10 @@
  * subscription and opens another from the next `seq`: no event is missed or repeated.
  */
 import type { SessionEvent } from "@dsh/session"
-import { type Duration, Effect, Schedule, Stream } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 
 /** How the follower reaches the agent. */
 export interface Source<E> {

@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { Argument, Command, Flag } from "effect/cli"
 import type * as Config from "./Config.ts"
 

@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * The `dsh` command's configuration is invalid: a value of its config file, a flag, an

@@ -5,7 +5,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, type Scope, Stdio, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
 
 /**
  * @since 0.1.0

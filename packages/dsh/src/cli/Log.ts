@@ -3,7 +3,8 @@
  *
  * @since 0.1.0
  */
-import { Cause, Logger } from "effect"
+import * as Cause from "effect/Cause"
+import * as Logger from "effect/Logger"
 
 /**
  * Log lines on stderr, `dsh: <message>`, warnings and errors only; with `DSH_DEBUG=1` every

@@ -18,7 +18,11 @@
  * @since 0.1.0
  */
 import type { Mcp } from "@dsh/mcp"
-import { Effect, FileSystem, Result, Schema, SchemaIssue } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 
 const Millis = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))

@@ -11,7 +11,13 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeStdio from "@effect/platform-node/NodeStdio"
-import { Context, Effect, FileSystem, Layer, Path, Scope, Terminal } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import * as Path from "effect/Path"
+import * as Scope from "effect/Scope"
+import * as Terminal from "effect/Terminal"
 import { ChildProcessSpawner } from "effect/process"
 
 /**

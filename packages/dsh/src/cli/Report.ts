@@ -16,7 +16,10 @@
  * @since 0.1.0
  */
 import { ErrorCode, HarnessError } from "@dsh/llm"
-import { Cause, Data, Effect, Predicate } from "effect"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Io from "./Io.ts"
 
 /**

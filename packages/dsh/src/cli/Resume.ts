@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as Config from "./Config.ts"
 import * as Report from "./Report.ts"
 import * as Run from "./Run.ts"

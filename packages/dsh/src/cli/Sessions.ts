@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { JsonlSessions, type SessionEvent } from "@dsh/session"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as Config from "./Config.ts"
 import * as Io from "./Io.ts"
 import * as Render from "./Render.ts"

@@ -7,7 +7,10 @@
  */
 import type { Content } from "@dsh/llm"
 import { JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
-import { Effect, FileSystem, Option, Path } from "effect"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import type * as Config from "./Config.ts"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 import * as Io from "./Io.ts"

@@ -6,7 +6,9 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Layer } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { CliConfig, CliError, CliOutput, Command, GlobalFlag } from "effect/cli"
 import { dsh } from "./Command.ts"
 import * as Io from "./Io.ts"

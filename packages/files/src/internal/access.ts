@@ -5,7 +5,10 @@
  * as the model gave it.
  */
 import { ToolErrors } from "@dsh/tools"
-import { Effect, type Glob, Schema, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Glob from "effect/Glob"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { FileIoError, type FileNotFoundError } from "../FileError.ts"
 import { show, SystemFailure } from "./system.ts"
 import {

@@ -7,7 +7,8 @@
  * Every open refuses to follow a symbolic link in its last component (`O_NOFOLLOW`): the
  * workspace resolves links itself, one component at a time (see ./workspace.ts).
  */
-import { Effect, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { constants } from "node:fs"
 import { type FileHandle, open } from "node:fs/promises"
 import { failure, type SystemFailure } from "./system.ts"

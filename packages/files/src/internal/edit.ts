@@ -4,7 +4,8 @@
  * it was read. The result says what changed: how many replacements, where, and a compact diff.
  */
 import { Tool } from "@dsh/tools"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import {
   EditAmbiguousError,
   EditNotFoundError,

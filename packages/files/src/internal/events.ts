@@ -4,7 +4,9 @@
  */
 import { SessionEvent } from "@dsh/session"
 import { ToolContext } from "@dsh/tools"
-import { Effect, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 
 /** The data of a `files:changed` event. */
 export interface ChangedData {

@@ -4,7 +4,10 @@
  * model wrote it.
  */
 import { Tool } from "@dsh/tools"
-import { Effect, type FileSystem, Glob, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Glob from "effect/Glob"
+import * as Schema from "effect/Schema"
 import { access, countParameter, denied, expectDirectory, pathParameter, type Settings } from "./access.ts"
 import { failure, show } from "./system.ts"
 import { formatSize } from "./text.ts"

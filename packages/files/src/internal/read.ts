@@ -3,7 +3,8 @@
  * lines (streamed, so a range of a huge file reads only up to the range's end).
  */
 import { Tool } from "@dsh/tools"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { FileBinaryError, FileTooLargeError } from "../FileError.ts"
 import { access, countParameter, expectFile, pathParameter, type Settings } from "./access.ts"
 import type { Handle } from "./descriptor.ts"

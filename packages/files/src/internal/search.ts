@@ -4,7 +4,9 @@
  * size bound and ignored directories, and saying what it skipped.
  */
 import { Tool, ToolErrors } from "@dsh/tools"
-import { Effect, Glob, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Glob from "effect/Glob"
+import * as Schema from "effect/Schema"
 import { access, type AccessError, countParameter, pathParameter, type Settings } from "./access.ts"
 import { make as systemFailure } from "./system.ts"
 import { decode, excerpt, formatSize, splitLines, withoutCr } from "./text.ts"

@@ -3,7 +3,9 @@
  * it came from `node:fs` or from effect's FileSystem, and how it reaches the model — a
  * `FileNotFoundError` or a `FileIoError` naming the path the model gave.
  */
-import { Data, PlatformError, Predicate } from "effect"
+import * as Data from "effect/Data"
+import * as PlatformError from "effect/PlatformError"
+import * as Predicate from "effect/Predicate"
 import { FileIoError, FileNotFoundError } from "../FileError.ts"
 
 /** A failed system call: its code (`EACCES`) and the original failure. */

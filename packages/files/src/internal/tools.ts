@@ -3,7 +3,7 @@
  */
 import type { HarnessError } from "@dsh/llm"
 import type { Tool } from "@dsh/tools"
-import { Glob } from "effect"
+import * as Glob from "effect/Glob"
 import type { Settings, ToolName } from "./access.ts"
 import * as Edit from "./edit.ts"
 import * as List from "./list.ts"

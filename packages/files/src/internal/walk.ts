@@ -5,7 +5,9 @@
  * never followed (no cycles, no escape); ignored names are not entered; the walk stops after a
  * bounded number of entries and says so.
  */
-import { Effect, type FileSystem, Glob } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Glob from "effect/Glob"
 import type { Settings } from "./access.ts"
 import { childPath, type Dir, dirOf, openChild } from "./workspace.ts"
 

@@ -16,7 +16,12 @@
  *   are checked again after every open (still the same directories, not links); what remains
  *   is a window in which a directory swapped and swapped back between two checks goes unseen.
  */
-import { Data, Effect, type FileSystem, Option, type Path, type Scope } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as Path from "effect/Path"
+import type * as Scope from "effect/Scope"
 import { FileIoError, FileNotFoundError } from "../FileError.ts"
 import { type Handle, openEntry, type Stat, supported } from "./descriptor.ts"
 import { failure, make as systemFailure, show, SystemFailure, toFileError } from "./system.ts"

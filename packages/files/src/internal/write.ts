@@ -6,7 +6,8 @@
  * removes the temporary file.
  */
 import { Tool } from "@dsh/tools"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { FileIoError } from "../FileError.ts"
 import { access, namesDirectory, pathParameter, type Settings } from "./access.ts"
 import { createExclusive } from "./descriptor.ts"

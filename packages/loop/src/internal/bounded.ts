@@ -7,7 +7,11 @@
  *
  * @internal
  */
-import { type Duration, Effect, Exit, Fiber, Option } from "effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 
 /** A one-shot signal (an abort, a deadline) that callbacks wait on. */
 export interface Signal {

@@ -8,7 +8,10 @@
  * @internal
  */
 import type { Agent } from "@dsh/agent"
-import { Cause, Deferred, Effect, SubscriptionRef } from "effect"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import { announce } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
 import { type AgentState, becomeIdle, type Env, makeRun, type Pending, settleRun, type TurnReport } from "./state.ts"

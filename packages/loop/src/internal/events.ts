@@ -9,7 +9,9 @@
  */
 import type { HarnessError } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
-import { Cause, Effect, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { type Signal, untilDeadline } from "./bounded.ts"
 import { describeCause } from "./failure.ts"
 import type { AgentState, Env, Turn } from "./state.ts"

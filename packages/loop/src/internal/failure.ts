@@ -11,7 +11,8 @@
  */
 import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
 import { ToolErrors } from "@dsh/tools"
-import { Cause, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Option from "effect/Option"
 import { TurnDefectError } from "../LoopError.ts"
 
 /** A described failure. */

@@ -10,7 +10,11 @@
  */
 import type { Content, ModelRequest } from "@dsh/llm"
 import { Tool, ToolArgs, type ToolErrors, ToolResult } from "@dsh/tools"
-import { Effect, Option, Result, Schema, SchemaAST } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 
 /** The name of the answer tool (shadows a registered tool of that name during an output run). */
 export const toolName = "final_answer"

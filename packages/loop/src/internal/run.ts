@@ -8,7 +8,9 @@ import { AgentDisposedError, InvalidOutputError, TurnAbortedError, TurnLimitErro
 import type { Agent } from "@dsh/agent"
 import type { Content } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
-import { Deferred, Effect, Option } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Output from "./output.ts"
 import { type AgentState, type Env, type Pending, requestAbort, type TurnReport } from "./state.ts"
 

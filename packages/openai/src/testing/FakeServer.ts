@@ -23,7 +23,8 @@
  * @since 0.1.0
  */
 import * as PlaybackServer from "@dsh/model/PlaybackServer"
-import type { Effect, Scope } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import * as Fixture from "./Fixture.ts"
 
 export type {

@@ -28,7 +28,7 @@
  * @since 0.1.0
  */
 import { Content, FinishReason, Usage } from "@dsh/llm"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { readdirSync, readFileSync } from "node:fs"
 
 /**

@@ -8,7 +8,8 @@
  * See `Policy` for the syntax this implements.
  */
 import { ToolArgs, type ToolErrors } from "@dsh/tools"
-import { Result, type Schema } from "effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import { escapePath, matchesPath, nameGlob, type PathGlob, pathGlob, pathProblem, resolvePath } from "./glob.ts"
 import * as Shell from "./shell.ts"
 import * as Wildcard from "./wildcard.ts"

@@ -20,7 +20,10 @@
  *
  * @internal
  */
-import { Effect, type FileSystem, Option, type PlatformError } from "effect"
+import * as Effect from "effect/Effect"
+import type * as FileSystem from "effect/FileSystem"
+import * as Option from "effect/Option"
+import type * as PlatformError from "effect/PlatformError"
 import { hostname } from "node:os"
 
 /**

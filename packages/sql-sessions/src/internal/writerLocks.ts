@@ -17,7 +17,10 @@
  *
  * @internal
  */
-import { Effect, Exit, Scope, Semaphore } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
 import type { SqlError } from "effect/sql/SqlError"

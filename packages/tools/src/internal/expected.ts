@@ -9,7 +9,8 @@
  *
  * @internal
  */
-import { SchemaAST, SchemaIssue } from "effect"
+import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { clip } from "./text.ts"
 
 /** @internal */

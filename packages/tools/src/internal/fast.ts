@@ -22,7 +22,10 @@
  *
  * @internal
  */
-import { Exit, Schema, SchemaAST, SchemaParser } from "effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaParser from "effect/SchemaParser"
 import * as SchemaJITCompiler from "effect/schema/SchemaJITCompiler"
 import type { ExcessKeys } from "../Tool.ts"
 

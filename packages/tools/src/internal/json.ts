@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { SchemaAST } from "effect"
+import * as SchemaAST from "effect/SchemaAST"
 
 /** @internal */
 export interface SyntaxProblem {
