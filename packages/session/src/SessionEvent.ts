@@ -330,6 +330,9 @@ const envelope = {
 const coreEventSchemas = coreTypes.map((type) =>
   Schema.Struct({ type: Schema.Literal(type), ...envelope, data: core[type] as Schema.Codec<unknown, unknown> })
 )
+const coreEventSchemaOf = new Map<string, Schema.Codec<unknown, unknown>>(
+  coreTypes.map((type, i) => [type, coreEventSchemas[i] as Schema.Codec<unknown, unknown>])
+)
 
 const extensionTypePattern = /^[^/:\s]+:\S+$/
 
@@ -346,6 +349,17 @@ export const SessionEvent: Schema.Codec<SessionEvent, unknown> = Schema.Union([
   ...coreEventSchemas,
   Schema.Struct({ type: extensionTypeSchema, ...envelope, data: Schema.Json })
 ]) as unknown as Schema.Codec<SessionEvent, unknown>
+
+/**
+ * The Schema of the events of one core type: the member of {@link SessionEvent} that checks
+ * them. Encoding an event of a known type through it gives what encoding it through
+ * {@link SessionEvent} gives, without matching the event against every member first.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const eventSchema = <T extends CoreType>(type: T): Schema.Codec<CoreEvent<T>, unknown> =>
+  coreEventSchemaOf.get(type) as unknown as Schema.Codec<CoreEvent<T>, unknown>
 
 /**
  * An extension event type with its data Schema.

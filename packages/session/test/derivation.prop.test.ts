@@ -4,7 +4,7 @@
  * stray, user, context and steering messages anywhere, chunks, bookkeeping and extension events.
  */
 import { History } from "@dsh/llm"
-import { Derivation, SessionEvent, SessionStore } from "@dsh/session"
+import { Derivation, JsonlSessions, SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema, Stream } from "effect"
 import {
@@ -172,6 +172,33 @@ describe("Codec: properties of arbitrary logs", () => {
   it.prop("(e) an arbitrary log encodes to JSON and decodes back equal", { log: AnyLog }, ({ log }) => {
     const events = toEvents(log as ReadonlyArray<Draft>)
     expect(viaJson(events)).toStrictEqual(plain(events))
+  }, { arbitrary: { runs: 200, size: 6 } })
+
+  // JsonlSessions encodes a core event through the member of its type (compiled), the union
+  // only for the rest: the lines and the refusals must be the union's, byte for byte
+  const unionLine = (event: SessionEvent.SessionEvent): string | undefined => {
+    const encoded = Schema.encodeUnknownResult(SessionEvent.SessionEvent)(event)
+    return encoded._tag === "Success" ? JSON.stringify(encoded.success) + "\n" : undefined
+  }
+  it.prop("(e) an arbitrary event's JSONL line is the one the SessionEvent union encodes", { log: AnyLog }, ({ log }) => {
+    for (const event of toEvents(log as ReadonlyArray<Draft>)) {
+      const line = JsonlSessions.encodeLine(event)
+      expect(line._tag === "Success" ? line.success : undefined).toStrictEqual(unionLine(event))
+      // the same event broken: a seq below 0, a data key dropped, a data value of another type
+      const data = event.data as Record<string, unknown>
+      const key = typeof data === "object" && data !== null && !Array.isArray(data) ? Object.keys(data)[0] : undefined
+      const broken: Array<unknown> = [
+        { ...event, seq: -1 },
+        { ...event, data: 42 },
+        ...(key === undefined ? [] : [{ ...event, data: { ...data, [key]: Symbol("x") } }])
+      ]
+      for (const bad of broken as Array<SessionEvent.SessionEvent>) {
+        const refused = JsonlSessions.encodeLine(bad)
+        const reference = Schema.encodeUnknownResult(SessionEvent.SessionEvent)(bad)
+        expect(refused._tag).toBe(reference._tag)
+        if (refused._tag === "Failure" && reference._tag === "Failure") expect(refused.failure).toBe(reference.failure.message)
+      }
+    }
   }, { arbitrary: { runs: 200, size: 6 } })
 
   it.effect.prop(
