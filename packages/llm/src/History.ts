@@ -5,9 +5,9 @@
  * A session's history only grows, and every step hands the whole of it to a model request. A
  * flat array snapshot per step costs O(history): past ~16k elements V8 allocates such arrays
  * in large-object space, and a step at 100k messages spends most of its time copying. A
- * `History` instead keeps its messages in frozen blocks of 1024 plus a frozen tail of fewer
- * than 1024; appending copies at most the tail and, when a block fills, the list of blocks
- * (one pointer per 1024 messages). Every version stays valid and unchanged: appending to an old
+ * `History` instead keeps its messages in frozen blocks of 128 plus a frozen tail of fewer
+ * than 128; appending copies at most the tail and, when a block fills, the list of blocks
+ * (one pointer per 128 messages). Every version stays valid and unchanged: appending to an old
  * version makes a new one and leaves the old one and its other descendants as they were.
  *
  * The layout is a pure function of the messages (always full blocks, then the tail), so two
@@ -79,7 +79,9 @@ interface HistoryImpl extends History {
   readonly tail: ReadonlyArray<Message>
 }
 
-const BLOCK_BITS = 10
+// 128: a step appends a few times, and each append copies the tail; with blocks of 1024 those
+// copies were the largest garbage a long session's turns made (ADR 0014)
+const BLOCK_BITS = 7
 const BLOCK_SIZE = 1 << BLOCK_BITS
 const BLOCK_MASK = BLOCK_SIZE - 1
 
@@ -162,7 +164,7 @@ export const isHistory = (u: unknown): u is History => hasProperty(u, TypeId)
 export const empty: History = emptyHistory
 
 /**
- * Appends messages: copies at most the tail (fewer than 1024 pointers) and, when blocks fill,
+ * Appends messages: copies at most the tail (fewer than 128 pointers) and, when blocks fill,
  * the list of blocks once. Appending nothing returns `self`.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 /**
  * History: every operation agrees with the same operation on a plain array, for lengths around
- * the block boundaries (blocks hold 1024 messages); versions are persistent and frozen; the
+ * the block boundaries (blocks hold 128 messages); versions are persistent and frozen; the
  * structure depends only on the messages; the Schema round-trips through JSON.
  */
 import { History, Message, ModelRequest } from "@dsh/llm"
@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
 import { inspect } from "node:util"
 
-const BLOCK = 1024
+const BLOCK = 128
 
 /** Distinct, cheap messages: the i-th says `m<i>`, and is always the same object. */
 const made = new Map<number, Message.Message>()
@@ -104,7 +104,7 @@ describe("History: agrees with arrays", () => {
     const all = messages(0, 3 * BLOCK + 2)
     const versions: Array<History.History> = [History.empty]
     for (const message of all) versions.push(History.append(versions.at(-1)!, message))
-    for (const n of [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 3000, 3 * BLOCK + 2]) {
+    for (const n of [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 2 * BLOCK + 7, 3 * BLOCK + 2]) {
       expectSame(versions[n]!, all.slice(0, n))
       expect(versions[n]).toStrictEqual(History.fromIterable(all.slice(0, n)))
     }
