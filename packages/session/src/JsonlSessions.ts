@@ -78,6 +78,7 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -882,19 +883,31 @@ export const layerNoDeps = (
           return yield* lose(state, `it is ${size} bytes long, but this session left it at ${durable}`)
         })
 
-      /** Writes the lines of `events` up to the first one that cannot be encoded. */
-      const writeLines = (state: State, file: FileSystem.File, events: ReadonlyArray<SessionEvent.SessionEvent>) =>
+      /**
+       * Writes the lines of `events` up to the first one that cannot be encoded. Nothing is
+       * written before `ready` succeeds (it always runs, even with nothing to write): the
+       * first lines are encoded meanwhile.
+       */
+      const writeLines = (
+        state: State,
+        file: FileSystem.File,
+        events: ReadonlyArray<SessionEvent.SessionEvent>,
+        ready: Effect.Effect<void, PersistenceError>
+      ) =>
         Effect.gen(function*() {
           const fail = ioError(state.session.id, `cannot write ${state.file}`)
           let bytes = 0
           let count = 0
           let unencodable: string | undefined
           let text = ""
+          let waited = false
           const put = (chunk: string) =>
             Effect.suspend(() => {
               const buffer = utf8.encode(chunk)
               bytes += buffer.length
-              return file.writeAll(buffer).pipe(Effect.mapError(fail))
+              if (waited) return file.writeAll(buffer).pipe(Effect.mapError(fail))
+              waited = true
+              return Effect.andThen(ready, file.writeAll(buffer).pipe(Effect.mapError(fail)))
             })
           for (const event of events) {
             const line = encodeLine(event)
@@ -911,6 +924,7 @@ export const layerNoDeps = (
             }
           }
           if (text.length > 0) yield* put(text)
+          if (!waited) yield* ready
           return { bytes, count, unencodable }
         })
 
@@ -926,10 +940,14 @@ export const layerNoDeps = (
           }
           const file = yield* openHandle(state)
           const durable = state.durable!
-          yield* checkOwnership(state, file, durable, lock)
-          if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(ioError(state.session.id, `cannot write ${state.file}`)))
-          state.dirty = true
-          const { bytes, count, unencodable } = yield* writeLines(state, file, events)
+          // the disk answers the ownership check while the lines are encoded
+          const checked = yield* Effect.forkChild(checkOwnership(state, file, durable, lock), { startImmediately: true })
+          const ready = Effect.gen(function*() {
+            yield* Fiber.join(checked)
+            if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(ioError(state.session.id, `cannot write ${state.file}`)))
+            state.dirty = true
+          })
+          const { bytes, count, unencodable } = yield* writeLines(state, file, events, ready)
           yield* file.sync.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync ${state.file}`)))
           state.durable = durable + bytes
           state.written += count
