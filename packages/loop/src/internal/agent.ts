@@ -62,36 +62,35 @@ const invalidInput = (env: Env, problem: string) =>
   Effect.fail(new InvalidInputError({ message: `a message for agent ${env.agentId} was refused: ${problem}`, agentId: env.agentId }))
 
 /** The state of a new agent, before its first status. */
-export const makeState = (
+export const makeState = Effect.fnUntraced(function*(
   lastTurn: number,
   lastSettings: string | undefined,
   summarizedThrough: number
-): Effect.Effect<AgentState> =>
-  Effect.gen(function*() {
-    const idle = Deferred.makeUnsafe<void>()
-    Deferred.doneUnsafe(idle, Effect.void)
-    return {
-      queued: [],
-      steering: [],
-      arrivals: 0,
-      wake: yield* Latch.make(false),
-      statusRef: yield* SubscriptionRef.make<Agent.Status>("idle"),
-      status: undefined,
-      current: undefined,
-      turn: undefined,
-      next: undefined,
-      idle,
-      disposing: false,
-      lastTurn,
-      lastSettings,
-      loggedSettings: undefined,
-      handle: undefined,
-      compactions: [],
-      size: undefined,
-      summarizedThrough,
-      nothingToCompactAt: undefined
-    }
-  })
+): Effect.fn.Return<AgentState> {
+  const idle = Deferred.makeUnsafe<void>()
+  Deferred.doneUnsafe(idle, Effect.void)
+  return {
+    queued: [],
+    steering: [],
+    arrivals: 0,
+    wake: yield* Latch.make(false),
+    statusRef: yield* SubscriptionRef.make<Agent.Status>("idle"),
+    status: undefined,
+    current: undefined,
+    turn: undefined,
+    next: undefined,
+    idle,
+    disposing: false,
+    lastTurn,
+    lastSettings,
+    loggedSettings: undefined,
+    handle: undefined,
+    compactions: [],
+    size: undefined,
+    summarizedThrough,
+    nothingToCompactAt: undefined
+  }
+})
 
 const disposed = (env: Env) =>
   Effect.fail(new AgentDisposedError({ message: `agent ${env.agentId} is disposed`, agentId: env.agentId }))
@@ -135,14 +134,13 @@ const queue = (state: AgentState, message: Pending): void => {
  * ended, unless called from inside this agent (a tool, a listener), which must not wait for
  * the turn it runs in.
  */
-const abort = (env: Env, state: AgentState, reason: string | undefined): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const run = state.current ?? state.next
-    if (run === undefined) return
-    yield* requestAbort(env, run, { reason, disposal: false })
-    if ((yield* InsideAgents).has(env.agentId)) return
-    yield* Deferred.await(run.settled)
-  })
+const abort = Effect.fnUntraced(function*(env: Env, state: AgentState, reason: string | undefined): Effect.fn.Return<void> {
+  const run = state.current ?? state.next
+  if (run === undefined) return
+  yield* requestAbort(env, run, { reason, disposal: false })
+  if ((yield* InsideAgents).has(env.agentId)) return
+  yield* Deferred.await(run.settled)
+})
 
 /** The handle of an agent. */
 export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
@@ -176,33 +174,32 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
  * a bug, since everything it waits on is bounded — it is interrupted, the open turn is closed
  * here, and the agent is disposed all the same.
  */
-export const dispose = (env: Env, state: AgentState, driver: Fiber.Fiber<void>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    state.disposing = true
-    const runs = [state.current, state.next].filter((run) => run !== undefined)
-    for (const run of runs) yield* requestAbort(env, run, { reason: undefined, disposal: true })
-    Latch.openUnsafe(state.wake)
-    const running = state.current
-    // the driver gives up on the turn's work at the abort deadline; give it as long again to close
-    const patience = running === undefined
-      ? Effect.never
-      : Effect.andThen(awaitSignal(running.deadline), Effect.sleep(env.abortGrace))
-    const stopped = yield* Effect.raceFirst(Effect.map(Fiber.await(driver), Option.some), Effect.as(patience, Option.none()))
-    if (Option.isNone(stopped) && running !== undefined) {
-      driver.interruptUnsafe()
-      yield* Effect.logError(`dsh: agent ${env.agentId}: the driver did not stop at disposal (a bug in dsh); interrupted`)
-      if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" }, running.deadline)
-    }
-    yield* setStatus(env, state, "disposed")
-    // messages no turn took: their agent.run callers learn of the disposal
-    tell(state.queued, {
-      turn: state.lastTurn,
-      start: -1,
-      outcome: { _tag: "Aborted" },
-      abort: { reason: undefined, disposal: true },
-      output: undefined
-    })
-    failQueuedCompactions(env, state)
-    for (const run of runs) yield* settleRun(run)
-    becomeIdle(state)
+export const dispose = Effect.fnUntraced(function*(env: Env, state: AgentState, driver: Fiber.Fiber<void>): Effect.fn.Return<void> {
+  state.disposing = true
+  const runs = [state.current, state.next].filter((run) => run !== undefined)
+  for (const run of runs) yield* requestAbort(env, run, { reason: undefined, disposal: true })
+  Latch.openUnsafe(state.wake)
+  const running = state.current
+  // the driver gives up on the turn's work at the abort deadline; give it as long again to close
+  const patience = running === undefined
+    ? Effect.never
+    : Effect.andThen(awaitSignal(running.deadline), Effect.sleep(env.abortGrace))
+  const stopped = yield* Effect.raceFirst(Effect.map(Fiber.await(driver), Option.some), Effect.as(patience, Option.none()))
+  if (Option.isNone(stopped) && running !== undefined) {
+    driver.interruptUnsafe()
+    yield* Effect.logError(`dsh: agent ${env.agentId}: the driver did not stop at disposal (a bug in dsh); interrupted`)
+    if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" }, running.deadline)
+  }
+  yield* setStatus(env, state, "disposed")
+  // messages no turn took: their agent.run callers learn of the disposal
+  tell(state.queued, {
+    turn: state.lastTurn,
+    start: -1,
+    outcome: { _tag: "Aborted" },
+    abort: { reason: undefined, disposal: true },
+    output: undefined
   })
+  failQueuedCompactions(env, state)
+  for (const run of runs) yield* settleRun(run)
+  becomeIdle(state)
+})

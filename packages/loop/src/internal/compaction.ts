@@ -101,78 +101,75 @@ const settingsChars = (state: AgentState): number => state.lastSettings?.length 
  * The estimated size of the next request, in tokens: the last size known plus what the events
  * since add; with none known (the first step, after a compaction), the whole history's.
  */
-export const estimate = (env: Env, state: AgentState): Effect.Effect<number> =>
-  Effect.gen(function*() {
-    const known = state.size
-    const settings = settingsChars(state)
-    if (known !== undefined) {
-      const since = yield* env.session.eventsFrom(known.seq + 1)
-      if (!since.some((event) => event.type === "compaction/applied")) {
-        return known.tokens + Compaction.tokensOf(Compaction.charsOfEvents(since) + Math.max(0, settings - known.settings))
-      }
+export const estimate = Effect.fnUntraced(function*(env: Env, state: AgentState): Effect.fn.Return<number> {
+  const known = state.size
+  const settings = settingsChars(state)
+  if (known !== undefined) {
+    const since = yield* env.session.eventsFrom(known.seq + 1)
+    if (!since.some((event) => event.type === "compaction/applied")) {
+      return known.tokens + Compaction.tokensOf(Compaction.charsOfEvents(since) + Math.max(0, settings - known.settings))
     }
-    const history = yield* env.session.messages
-    const seq = (yield* env.session.seq) - 1
-    const tokens = Compaction.tokensOf(Compaction.charsOfHistory(history) + settings)
-    state.size = { seq, tokens, settings }
-    return tokens
-  })
+  }
+  const history = yield* env.session.messages
+  const seq = (yield* env.session.seq) - 1
+  const tokens = Compaction.tokensOf(Compaction.charsOfHistory(history) + settings)
+  state.size = { seq, tokens, settings }
+  return tokens
+})
 
 /**
  * Compacts before a step when the next request would pass the limit: prunes, then summarizes.
  * A summarizer's failure is recorded and the step goes on with the history as it is (no
  * second attempt in the same turn); what else fails (a listener of the events) is the turn's.
  */
-export const compactIfNeeded = (
+export const compactIfNeeded = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   log: Log,
   turn: { compactionFailed: boolean; readonly number: number }
-): Effect.Effect<void, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    const limit = limitOf(env.budget)
-    if (limit === undefined || turn.compactionFailed || state.nothingToCompactAt === state.lastTurn) return
-    const tokens = yield* estimate(env, state)
-    if (tokens <= limit) return
-    const { failure, report } = yield* compact(env, state, log, "auto")
-    if (failure !== undefined) turn.compactionFailed = true
-    else if (report.applied.length === 0) state.nothingToCompactAt = state.lastTurn
-  })
+): Effect.fn.Return<void, HarnessError.HarnessError> {
+  const limit = limitOf(env.budget)
+  if (limit === undefined || turn.compactionFailed || state.nothingToCompactAt === state.lastTurn) return
+  const tokens = yield* estimate(env, state)
+  if (tokens <= limit) return
+  const { failure, report } = yield* compact(env, state, log, "auto")
+  if (failure !== undefined) turn.compactionFailed = true
+  else if (report.applied.length === 0) state.nothingToCompactAt = state.lastTurn
+})
 
 /**
  * Compacts now, for `reason`: prunes (when pruning is on), then — unless the prune brought an
  * automatic compaction under the limit — summarizes what may be summarized. Never fails for the
  * summarizer: its failure is recorded in the log and returned.
  */
-export const compact = (
+export const compact = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   log: Log,
   reason: typeof SessionEvent.CompactionReason.Type
-): Effect.Effect<Outcome, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    const tokensBefore = yield* estimate(env, state)
-    const applied: Array<SessionEvent.Compaction> = []
-    const events = yield* env.session.eventsFrom(state.summarizedThrough + 1)
-    let tokens = tokensBefore
-    const prune = pruneOf(env.budget, events, reason, tokens)
-    if (prune !== undefined) {
-      yield* log("compaction/applied", prune)
-      applied.push(prune)
-      tokens = prune.tokensAfter
-      state.size = undefined
-    }
-    const limit = limitOf(env.budget)
-    const enough = reason === "auto" && limit !== undefined && tokens <= limit
-    const range = enough ? undefined : Compaction.summaryRange(events, env.budget.keepTurns)
-    if (range === undefined) return { report: { applied, tokensBefore, tokensAfter: tokens }, failure: undefined }
-    const summarized = yield* summarize(env, state, log, reason, range, tokens)
-    if (summarized._tag === "Failed") {
-      return { report: { applied, tokensBefore, tokensAfter: tokens }, failure: summarized.failure }
-    }
-    applied.push(summarized.compaction)
-    return { report: { applied, tokensBefore, tokensAfter: summarized.compaction.tokensAfter }, failure: undefined }
-  })
+): Effect.fn.Return<Outcome, HarnessError.HarnessError> {
+  const tokensBefore = yield* estimate(env, state)
+  const applied: Array<SessionEvent.Compaction> = []
+  const events = yield* env.session.eventsFrom(state.summarizedThrough + 1)
+  let tokens = tokensBefore
+  const prune = pruneOf(env.budget, events, reason, tokens)
+  if (prune !== undefined) {
+    yield* log("compaction/applied", prune)
+    applied.push(prune)
+    tokens = prune.tokensAfter
+    state.size = undefined
+  }
+  const limit = limitOf(env.budget)
+  const enough = reason === "auto" && limit !== undefined && tokens <= limit
+  const range = enough ? undefined : Compaction.summaryRange(events, env.budget.keepTurns)
+  if (range === undefined) return { report: { applied, tokensBefore, tokensAfter: tokens }, failure: undefined }
+  const summarized = yield* summarize(env, state, log, reason, range, tokens)
+  if (summarized._tag === "Failed") {
+    return { report: { applied, tokensBefore, tokensAfter: tokens }, failure: summarized.failure }
+  }
+  applied.push(summarized.compaction)
+  return { report: { applied, tokensBefore, tokensAfter: summarized.compaction.tokensAfter }, failure: undefined }
+})
 
 /** The prune of what may be pruned, if pruning is on and anything may. */
 const pruneOf = (
@@ -198,64 +195,63 @@ type Summarized =
  * Asks the summarizer for a summary of `range` and records it; a failure or an interruption
  * of the call is recorded as `compaction/failed`, and the history stays as it was.
  */
-const summarize = (
+const summarize = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   log: Log,
   reason: typeof SessionEvent.CompactionReason.Type,
   range: { readonly from: number; readonly through: number },
   tokensBefore: number
-): Effect.Effect<Summarized, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    const { summarizer } = env.budget
-    const history = yield* env.session.messages
-    const after = yield* env.session.eventsFrom(range.through + 1)
-    const input = Compaction.summarized(history, after)
-    const asked = { from: range.from, through: range.through, ...summarizer }
-    const failed = (code: string, message: string): SessionEvent.DataOf<"compaction/failed"> => ({
-      kind: "summary",
-      reason,
-      message,
-      code,
-      ...asked
-    })
-    const answer = yield* Effect.exit(
-      callSummarizer(env, Compaction.summaryRequest(input, summarizer)).pipe(
-        Effect.onInterrupt(() =>
-          Effect.ignore(log("compaction/failed", failed("ABORTED", "the summarizing call was interrupted (an abort)")))
-        )
+): Effect.fn.Return<Summarized, HarnessError.HarnessError> {
+  const { summarizer } = env.budget
+  const history = yield* env.session.messages
+  const after = yield* env.session.eventsFrom(range.through + 1)
+  const input = Compaction.summarized(history, after)
+  const asked = { from: range.from, through: range.through, ...summarizer }
+  const failed = (code: string, message: string): SessionEvent.DataOf<"compaction/failed"> => ({
+    kind: "summary",
+    reason,
+    message,
+    code,
+    ...asked
+  })
+  const answer = yield* Effect.exit(
+    callSummarizer(env, Compaction.summaryRequest(input, summarizer)).pipe(
+      Effect.onInterrupt(() =>
+        Effect.ignore(log("compaction/failed", failed("ABORTED", "the summarizing call was interrupted (an abort)")))
       )
     )
-    if (answer._tag === "Failure") {
-      if (Cause.hasInterruptsOnly(answer.cause)) return yield* Effect.interrupt
-      const failure = describeCause(answer.cause)
-      yield* log("compaction/failed", failed(failure.code, failure.message))
-      return { _tag: "Failed", failure: failure.error } as const
-    }
-    const { summary, usage } = answer.value
-    // measured against the estimate before, as a prune is: what the summary saves of the
-    // messages it replaces (an estimate from the provider's usage and one from characters
-    // would not compare)
-    const saved = Compaction.charsOfHistory(input) - (Derivation.summaryText(summary).length + 8)
-    const tokensAfter = Math.max(0, tokensBefore - Math.trunc(saved / Compaction.charsPerToken))
-    const compaction = {
-      kind: "summary" as const,
-      reason,
-      from: range.from,
-      through: range.through,
-      summary,
-      model: summarizer.model,
-      prompt: summarizer.prompt,
-      maxTokens: summarizer.maxTokens,
-      ...(usage === undefined ? {} : { usage }),
-      tokensBefore,
-      tokensAfter
-    }
-    yield* log("compaction/applied", compaction)
-    state.summarizedThrough = range.through
-    state.size = undefined
-    return { _tag: "Applied", compaction } as const
-  })
+  )
+  if (answer._tag === "Failure") {
+    if (Cause.hasInterruptsOnly(answer.cause)) return yield* Effect.interrupt
+    const failure = describeCause(answer.cause)
+    yield* log("compaction/failed", failed(failure.code, failure.message))
+    return { _tag: "Failed", failure: failure.error } as const
+  }
+  const { summary, usage } = answer.value
+  // measured against the estimate before, as a prune is: what the summary saves of the
+  // messages it replaces (an estimate from the provider's usage and one from characters
+  // would not compare)
+  const saved = Compaction.charsOfHistory(input) - (Derivation.summaryText(summary).length + 8)
+  const tokensAfter = Math.max(0, tokensBefore - Math.trunc(saved / Compaction.charsPerToken))
+  const compaction = {
+    kind: "summary" as const,
+    reason,
+    from: range.from,
+    through: range.through,
+    summary,
+    model: summarizer.model,
+    prompt: summarizer.prompt,
+    maxTokens: summarizer.maxTokens,
+    ...(usage === undefined ? {} : { usage }),
+    tokensBefore,
+    tokensAfter
+  }
+  yield* log("compaction/applied", compaction)
+  state.summarizedThrough = range.through
+  state.size = undefined
+  return { _tag: "Applied", compaction } as const
+})
 
 /** The summary the summarizer wrote, or why it wrote none, as a typed error. */
 const callSummarizer = (

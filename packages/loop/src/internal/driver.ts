@@ -19,26 +19,25 @@ import { runCompaction } from "./manual.ts"
 import { runTurn } from "./turn.ts"
 
 /** Runs turns until the agent is disposed. */
-export const driver = (env: Env, state: AgentState): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    while (!state.disposing) {
-      yield* state.wake.await
-      yield* state.wake.close
-      if (state.disposing) return
-      if (!hasWork(state)) {
-        if (state.current === undefined) becomeIdle(state)
-        continue
-      }
-      yield* setStatus(env, state, "running")
-      // asked-for compactions run between turns, before the messages queued meanwhile
-      while (hasWork(state) && !state.disposing) {
-        yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
-      }
-      if (state.disposing) return
-      yield* setStatus(env, state, "idle")
-      if (!hasWork(state)) becomeIdle(state)
+export const driver = Effect.fnUntraced(function*(env: Env, state: AgentState): Effect.fn.Return<void> {
+  while (!state.disposing) {
+    yield* state.wake.await
+    yield* state.wake.close
+    if (state.disposing) return
+    if (!hasWork(state)) {
+      if (state.current === undefined) becomeIdle(state)
+      continue
     }
-  })
+    yield* setStatus(env, state, "running")
+    // asked-for compactions run between turns, before the messages queued meanwhile
+    while (hasWork(state) && !state.disposing) {
+      yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
+    }
+    if (state.disposing) return
+    yield* setStatus(env, state, "idle")
+    if (!hasWork(state)) becomeIdle(state)
+  }
+})
 
 const hasWork = (state: AgentState): boolean => state.queued.length > 0 || state.compactions.length > 0
 

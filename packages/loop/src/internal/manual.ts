@@ -16,35 +16,34 @@ import * as Exit from "effect/Exit"
 import * as Latch from "effect/Latch"
 import * as Option from "effect/Option"
 import { awaitFiber } from "./bounded.ts"
-import { compact, type Log } from "./compaction.ts"
+import { compact, type Log, type Outcome } from "./compaction.ts"
 import { announce } from "./events.ts"
 import { describeCause } from "./failure.ts"
 import { type AgentState, becomeBusy, type CompactJob, type Env, InsideAgents, makeRun, settleRun } from "./state.ts"
 
 /** Queues a compaction for the driver and waits for its report. */
-export const requestCompaction = (env: Env, state: AgentState): Effect.Effect<Agent.CompactionReport, Agent.RunError> =>
-  Effect.gen(function*() {
-    if ((yield* InsideAgents).has(env.agentId)) {
-      return yield* new InvalidInputError({
-        message: `agent ${env.agentId}: compact() was called from inside the agent's own turn (a tool or a listener), ` +
-          "which would wait for itself; call it from outside, or let the automatic compaction run",
-        agentId: env.agentId
+export const requestCompaction = Effect.fnUntraced(function*(env: Env, state: AgentState): Effect.fn.Return<Agent.CompactionReport, Agent.RunError> {
+  if ((yield* InsideAgents).has(env.agentId)) {
+    return yield* new InvalidInputError({
+      message: `agent ${env.agentId}: compact() was called from inside the agent's own turn (a tool or a listener), ` +
+        "which would wait for itself; call it from outside, or let the automatic compaction run",
+      agentId: env.agentId
+    })
+  }
+  if (state.disposing) return yield* disposedError(env)
+  const job: CompactJob = { done: Deferred.makeUnsafe() }
+  state.compactions.push(job)
+  becomeBusy(state)
+  Latch.openUnsafe(state.wake)
+  return yield* Deferred.await(job.done).pipe(
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        const queued = state.compactions.indexOf(job)
+        if (queued >= 0) state.compactions.splice(queued, 1)
       })
-    }
-    if (state.disposing) return yield* disposedError(env)
-    const job: CompactJob = { done: Deferred.makeUnsafe() }
-    state.compactions.push(job)
-    becomeBusy(state)
-    Latch.openUnsafe(state.wake)
-    return yield* Deferred.await(job.done).pipe(
-      Effect.onInterrupt(() =>
-        Effect.sync(() => {
-          const queued = state.compactions.indexOf(job)
-          if (queued >= 0) state.compactions.splice(queued, 1)
-        })
-      )
     )
-  })
+  )
+})
 
 const disposedError = (env: Env) =>
   new AgentDisposedError({ message: `agent ${env.agentId} is disposed`, agentId: env.agentId })
@@ -54,41 +53,48 @@ const disposedError = (env: Env) =>
  * summarizer's call recorded as `compaction/failed`, code `ABORTED`) and given the abort grace
  * to stop; nothing it does after that is logged.
  */
-export const runCompaction = (env: Env, state: AgentState, job: CompactJob): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const run = makeRun()
-    state.current = run
-    let closed = false
-    const log: Log = (type, data) =>
-      Effect.flatMap(
-        env.session.appendIf(() => !closed && !state.disposing, type, data),
-        (event) => (event === undefined ? Effect.void : announce(env, state, event as SessionEvent.SessionEvent))
-      )
-    const work = yield* Effect.forkDetach(compact(env, state, log, "manual"))
-    let ended = yield* awaitFiber(work, run.aborted)
-    if (Option.isNone(ended)) {
-      work.interruptUnsafe()
-      ended = yield* awaitFiber(work, run.deadline)
-    }
-    closed = true
-    state.current = undefined
-    yield* settleRun(run)
-    const aborted = run.abort === undefined
-      ? undefined
-      : run.abort.disposal
-      ? disposedError(env)
-      : new ToolErrors.AbortedError({
-        message: `the compaction was aborted${run.abort.reason === undefined ? "" : `: ${run.abort.reason}`}`
-      })
-    const exit = Option.getOrUndefined(ended)
-    if (exit === undefined || (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause))) {
-      return yield* Deferred.fail(job.done, aborted ?? disposedError(env))
-    }
-    if (Exit.isFailure(exit)) return yield* Deferred.fail(job.done, describeCause(exit.cause).error as Agent.RunError)
-    const { failure, report } = exit.value
-    if (failure !== undefined) return yield* Deferred.fail(job.done, failure as Agent.RunError)
-    yield* Deferred.succeed(job.done, report)
-  })
+export const runCompaction = Effect.fnUntraced(function*(env: Env, state: AgentState, job: CompactJob): Effect.fn.Return<void> {
+  const run = makeRun()
+  state.current = run
+  let closed = false
+  const log: Log = (type, data) =>
+    Effect.flatMap(
+      env.session.appendIf(() => !closed && !state.disposing, type, data),
+      (event) => (event === undefined ? Effect.void : announce(env, state, event as SessionEvent.SessionEvent))
+    )
+  const work = yield* Effect.forkDetach(compact(env, state, log, "manual"))
+  let ended = yield* awaitFiber(work, run.aborted)
+  if (Option.isNone(ended)) {
+    work.interruptUnsafe()
+    ended = yield* awaitFiber(work, run.deadline)
+  }
+  closed = true
+  state.current = undefined
+  yield* settleRun(run)
+  const aborted = run.abort === undefined
+    ? undefined
+    : run.abort.disposal
+    ? disposedError(env)
+    : new ToolErrors.AbortedError({
+      message: `the compaction was aborted${run.abort.reason === undefined ? "" : `: ${run.abort.reason}`}`
+    })
+  const exit = Option.getOrUndefined(ended)
+  yield* Deferred.done(job.done, jobExit(env, exit, aborted))
+})
+
+/** What a compaction job's waiter gets for how its work ended. */
+const jobExit = (
+  env: Env,
+  exit: Exit.Exit<Outcome, unknown> | undefined,
+  aborted: Agent.RunError | undefined
+): Exit.Exit<Agent.CompactionReport, Agent.RunError> => {
+  if (exit === undefined || (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause))) {
+    return Exit.fail(aborted ?? disposedError(env))
+  }
+  if (Exit.isFailure(exit)) return Exit.fail(describeCause(exit.cause).error as Agent.RunError)
+  const { failure, report } = exit.value
+  return failure === undefined ? Exit.succeed(report) : Exit.fail(failure as Agent.RunError)
+}
 
 /** Fails the compactions no driver will run: the agent was disposed. */
 export const failQueuedCompactions = (env: Env, state: AgentState): void => {

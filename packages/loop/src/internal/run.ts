@@ -15,27 +15,26 @@ import * as Output from "./output.ts"
 import { type AgentState, type Env, type Pending, requestAbort, type TurnReport } from "./state.ts"
 
 /** Runs a message through a turn: queue it with a waiter, wait, read the result. */
-export const run = (
+export const run = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   content: ReadonlyArray<Content.ContentBlock>,
   options: TurnResult.RunOptions<unknown> | undefined,
   queue: (pending: Pending) => Effect.Effect<void, AgentDisposedError>
-): Effect.Effect<TurnResult.TurnResult<unknown>, Agent.RunError> =>
-  Effect.gen(function*() {
-    const output = options?.output === undefined ? undefined : yield* Effect.fromResult(Output.make(options.output))
-    const waiter = Deferred.makeUnsafe<TurnReport>()
-    const pending: Pending = {
-      content,
-      source: options?.source ?? "user",
-      trigger: "send",
-      waiter,
-      ...(output === undefined ? {} : { output })
-    }
-    yield* queue(pending)
-    const report = yield* Deferred.await(waiter).pipe(Effect.onInterrupt(() => giveUp(env, state, pending)))
-    return yield* resultOf(env, report)
-  })
+): Effect.fn.Return<TurnResult.TurnResult<unknown>, Agent.RunError> {
+  const output = options?.output === undefined ? undefined : yield* Effect.fromResult(Output.make(options.output))
+  const waiter = Deferred.makeUnsafe<TurnReport>()
+  const pending: Pending = {
+    content,
+    source: options?.source ?? "user",
+    trigger: "send",
+    waiter,
+    ...(output === undefined ? {} : { output })
+  }
+  yield* queue(pending)
+  const report = yield* Deferred.await(waiter).pipe(Effect.onInterrupt(() => giveUp(env, state, pending)))
+  return yield* resultOf(env, report)
+})
 
 /**
  * The caller stopped waiting: a message no turn took yet is dropped; the turn that took it is

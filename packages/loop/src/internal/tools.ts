@@ -17,36 +17,34 @@ import * as Output from "./output.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 
 /** Runs the calls of a step's message, batch by batch. */
-export const dispatchTools = (
+export const dispatchTools = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   turn: Turn,
   step: Step,
   calls: ReadonlyArray<Content.ToolCallBlock>
-): Effect.Effect<void, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    let from = 0
-    while (from < calls.length) {
-      const batch = yield* nextBatch(env, calls, from)
-      from += batch.length
-      yield* runBatch(env, state, turn, step, batch)
-    }
-  })
+): Effect.fn.Return<void, HarnessError.HarnessError> {
+  let from = 0
+  while (from < calls.length) {
+    const batch = yield* nextBatch(env, calls, from)
+    from += batch.length
+    yield* runBatch(env, state, turn, step, batch)
+  }
+})
 
 /** The calls from `from` that run together: consecutive concurrency-safe calls, or one call. */
-const nextBatch = (
+const nextBatch = Effect.fnUntraced(function*(
   env: Env,
   calls: ReadonlyArray<Content.ToolCallBlock>,
   from: number
-): Effect.Effect<ReadonlyArray<Content.ToolCallBlock>> =>
-  Effect.gen(function*() {
-    const batch = [calls[from]!]
-    if (!(yield* isConcurrencySafe(env, calls[from]!))) return batch
-    while (from + batch.length < calls.length && (yield* isConcurrencySafe(env, calls[from + batch.length]!))) {
-      batch.push(calls[from + batch.length]!)
-    }
-    return batch
-  })
+): Effect.fn.Return<ReadonlyArray<Content.ToolCallBlock>> {
+  const batch = [calls[from]!]
+  if (!(yield* isConcurrencySafe(env, calls[from]!))) return batch
+  while (from + batch.length < calls.length && (yield* isConcurrencySafe(env, calls[from + batch.length]!))) {
+    batch.push(calls[from + batch.length]!)
+  }
+  return batch
+})
 
 // A turn's typed answer is taken here, decoded like any tool's arguments.
 const resultOf = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
@@ -65,28 +63,27 @@ const resultOf = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock)
 const isConcurrencySafe = (env: Env, call: Content.ToolCallBlock): Effect.Effect<boolean> =>
   Effect.map(env.registry.lookup(call.name), Option.match({ onNone: () => false, onSome: (tool) => tool.concurrencySafe }))
 
-const runBatch = (
+const runBatch = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   turn: Turn,
   step: Step,
   batch: ReadonlyArray<Content.ToolCallBlock>
-): Effect.Effect<void, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    for (const call of batch) {
-      yield* logInTurn(env, state, turn, "tool/call", {
-        turn: turn.number,
-        step: step.number,
-        callId: call.id,
-        name: call.name,
-        arguments: call.arguments
-      })
-    }
-    yield* Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
-    for (const call of batch) {
-      yield* logInTurn(env, state, turn, "tool/result", Closing.resultData(turn.number, step.number, call.id, step.results.get(call.id)!))
-    }
-  })
+): Effect.fn.Return<void, HarnessError.HarnessError> {
+  for (const call of batch) {
+    yield* logInTurn(env, state, turn, "tool/call", {
+      turn: turn.number,
+      step: step.number,
+      callId: call.id,
+      name: call.name,
+      arguments: call.arguments
+    })
+  }
+  yield* Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
+  for (const call of batch) {
+    yield* logInTurn(env, state, turn, "tool/result", Closing.resultData(turn.number, step.number, call.id, step.results.get(call.id)!))
+  }
+})
 
 // A finished result is kept even when an abort lands right after it: the turn's closing logs it.
 const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>

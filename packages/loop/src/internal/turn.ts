@@ -41,104 +41,115 @@ export const runTurn = (
 ): Effect.Effect<TurnReport> =>
   Effect.suspend(() => {
     const number = ++state.lastTurn
-    return Effect.gen(function*() {
-      const turn = yield* openTurn(env, state, run, number, messages)
-      const body = yield* Effect.forkDetach(turnBody(env, state, turn))
-      const outcome = yield* awaitBody(env, turn, body)
-      // after an abort, the closing and the flush get a grace of their own (not none)
-      const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env.abortGrace)
-      const deadline = window?.deadline ?? turn.run.deadline
-      yield* closeTurn(env, state, turn, outcome, deadline)
-      yield* flushTurn(env, state, turn, deadline)
-      if (window !== undefined) yield* window.cancel
-      const report: TurnReport = { turn: number, start: turn.start, outcome, abort: run.abort, output: turn.output }
-      return report
-    }).pipe(
+    return turnWork(env, state, run, messages, number).pipe(
       Effect.withSpan("Agent.turn", {}, { captureStackTrace: false }),
       Effect.annotateSpans({ "dsh.session": env.session.id, "dsh.agent": env.agentId, "dsh.turn": number })
     )
   })
 
 /**
+ * Opens the turn, runs its body in a fiber of its own, closes the turn and flushes it. The
+ * loop's units are generators made once (`Effect.fnUntraced`): V8 makes a generator closure
+ * created per call cost ~2 µs at its first run.
+ */
+const turnWork = Effect.fnUntraced(function*(
+  env: Env,
+  state: AgentState,
+  run: Run,
+  messages: ReadonlyArray<Pending>,
+  number: number
+): Effect.fn.Return<TurnReport> {
+  const turn = yield* openTurn(env, state, run, number, messages)
+  const body = yield* Effect.forkDetach(turnBody(env, state, turn))
+  const outcome = yield* awaitBody(env, turn, body)
+  // after an abort, the closing and the flush get a grace of their own (not none)
+  const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env.abortGrace)
+  const deadline = window?.deadline ?? turn.run.deadline
+  yield* closeTurn(env, state, turn, outcome, deadline)
+  yield* flushTurn(env, state, turn, deadline)
+  if (window !== undefined) yield* window.cancel
+  const report: TurnReport = { turn: number, start: turn.start, outcome, abort: run.abort, output: turn.output }
+  return report
+})
+
+/**
  * Logs `turn/start` and the messages, before anything can fail or be aborted: a message taken
  * for a turn is always logged.
  */
-const openTurn = (
+const openTurn = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   run: Run,
   number: number,
   messages: ReadonlyArray<Pending>
-): Effect.Effect<Turn> =>
-  Effect.gen(function*() {
-    const start = yield* env.session.append("turn/start", { turn: number, trigger: messages[0]?.trigger ?? "send" })
-    const opened: Array<SessionEvent.SessionEvent> = [start]
-    for (const pending of messages) {
-      opened.push(yield* env.session.append("user/message", { content: pending.content, source: pending.source }))
-    }
-    const turn: Turn = {
-      number,
-      run,
-      start: start.seq,
-      opened,
-      closed: false,
-      dropped: 0,
-      step: undefined,
-      invalidArgs: new Map(),
-      output: messages.find((pending) => pending.output !== undefined)?.output,
-      overflowed: false,
-      compactionFailed: false,
-      failureLogged: false
-    }
-    state.turn = turn
-    return turn
-  })
+): Effect.fn.Return<Turn> {
+  const start = yield* env.session.append("turn/start", { turn: number, trigger: messages[0]?.trigger ?? "send" })
+  const opened: Array<SessionEvent.SessionEvent> = [start]
+  for (const pending of messages) {
+    opened.push(yield* env.session.append("user/message", { content: pending.content, source: pending.source }))
+  }
+  const turn: Turn = {
+    number,
+    run,
+    start: start.seq,
+    opened,
+    closed: false,
+    dropped: 0,
+    step: undefined,
+    invalidArgs: new Map(),
+    output: messages.find((pending) => pending.output !== undefined)?.output,
+    overflowed: false,
+    compactionFailed: false,
+    failureLogged: false
+  }
+  state.turn = turn
+  return turn
+})
 
 /** The turn's work: the listeners of its opening events, then steps until one says stop. */
-const turnBody = (env: Env, state: AgentState, turn: Turn): Effect.Effect<Outcome, unknown> =>
-  Effect.gen(function*() {
-    for (const event of turn.opened) yield* notify(env, state, event)
-    let number = 0
-    while (true) {
-      if (turn.run.abort !== undefined) return aborted
-      if (number >= env.maxSteps) {
-        return { _tag: "Limit", name: "max-steps", message: `the turn reached its limit of ${env.maxSteps} steps` }
-      }
-      number++
-      // steering queued before the step is answered by it; only steering that arrives during it forces another
-      yield* drainSteering(env, state, turn)
-      yield* compactIfNeeded(env, state, logCompaction(env, state, turn), turn)
-      const step: Step = { number, calls: [], results: new Map() }
-      yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number }, () => (turn.step = step))
-      const result = yield* runStep(env, state, turn, step).pipe(
-        Effect.catchIf(
-          (error) => isOverflow(error) && !turn.overflowed,
-          (error) => retryAfterOverflow(env, state, turn, step, error)
-        )
-      )
-      // the step overflowed the window and was closed; the history is compacted: the next step asks again
-      if (result === undefined) continue
-      const answer = yield* awaitedAnswer(env, state, turn, result)
-      const stuck = answer === "answered" ? undefined : countInvalidArgs(env, turn, step)
-      const steered = yield* drainSteering(env, state, turn)
-      yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number }, () => (turn.step = undefined))
-      if (stuck !== undefined) return stuck
-      if (answer === "answered") return completed
-      // the answer is still due: the turn goes on whatever the continuation would say
-      if (answer === "asked-again") continue
-      const proceed = yield* env.hooks.continuation.apply(
-        {
-          message: result.message,
-          hadToolCalls: result.hadToolCalls,
-          steered,
-          context: { agentId: env.agentId, sessionId: env.session.id, turn: turn.number, step: number }
-        },
-        (input) => Effect.succeed(input.hadToolCalls || input.steered)
-      )
-      // steering queued by step-end or continuation listeners forces another step
-      if (!proceed && state.steering.length === 0) return completed
+const turnBody = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: Turn): Effect.fn.Return<Outcome, unknown> {
+  for (const event of turn.opened) yield* notify(env, state, event)
+  let number = 0
+  while (true) {
+    if (turn.run.abort !== undefined) return aborted
+    if (number >= env.maxSteps) {
+      return { _tag: "Limit", name: "max-steps", message: `the turn reached its limit of ${env.maxSteps} steps` }
     }
-  })
+    number++
+    // steering queued before the step is answered by it; only steering that arrives during it forces another
+    yield* drainSteering(env, state, turn)
+    yield* compactIfNeeded(env, state, logCompaction(env, state, turn), turn)
+    const step: Step = { number, calls: [], results: new Map() }
+    yield* logInTurn(env, state, turn, "step/start", { turn: turn.number, step: number }, () => (turn.step = step))
+    const result = yield* runStep(env, state, turn, step).pipe(
+      Effect.catchIf(
+        (error) => isOverflow(error) && !turn.overflowed,
+        (error) => retryAfterOverflow(env, state, turn, step, error)
+      )
+    )
+    // the step overflowed the window and was closed; the history is compacted: the next step asks again
+    if (result === undefined) continue
+    const answer = yield* awaitedAnswer(env, state, turn, result)
+    const stuck = answer === "answered" ? undefined : countInvalidArgs(env, turn, step)
+    const steered = yield* drainSteering(env, state, turn)
+    yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number }, () => (turn.step = undefined))
+    if (stuck !== undefined) return stuck
+    if (answer === "answered") return completed
+    // the answer is still due: the turn goes on whatever the continuation would say
+    if (answer === "asked-again") continue
+    const proceed = yield* env.hooks.continuation.apply(
+      {
+        message: result.message,
+        hadToolCalls: result.hadToolCalls,
+        steered,
+        context: { agentId: env.agentId, sessionId: env.session.id, turn: turn.number, step: number }
+      },
+      (input) => Effect.succeed(input.hadToolCalls || input.steered)
+    )
+    // steering queued by step-end or continuation listeners forces another step
+    if (!proceed && state.steering.length === 0) return completed
+  }
+})
 
 /** Logs a compaction's events as the turn's (dropped once it is closed). */
 const logCompaction = (env: Env, state: AgentState, turn: Turn): Log => (type, data) => logInTurn(env, state, turn, type, data)
@@ -149,53 +160,51 @@ const logCompaction = (env: Env, state: AgentState, turn: Turn): Log => (type, d
  * for the overflow. When that compacted anything the step is asked again (once per turn: the
  * turn then owes nothing); otherwise the turn ends with the step's failure.
  */
-const retryAfterOverflow = (
+const retryAfterOverflow = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   turn: Turn,
   step: Step,
   error: HarnessError.HarnessError | StepFailure
-): Effect.Effect<undefined, HarnessError.HarnessError | StepFailure> =>
-  Effect.gen(function*() {
-    turn.overflowed = true
-    const { code, message } = describeCause(Cause.fail(error))
-    yield* logInTurn(env, state, turn, "error", { turn: turn.number, step: step.number, message, code })
-    const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
-      answer: (call) => step.results.get(call.id) ?? ToolResult.aborted(call, "the request overflowed the context window")
-    })
-    for (const pending of closing) {
-      yield* logInTurn(env, state, turn, pending.type, pending.data as never, () => {
-        if (pending.type === "step/end") turn.step = undefined
-      })
-    }
-    const { report } = yield* compact(env, state, logCompaction(env, state, turn), "overflow")
-    if (report.applied.length > 0) return undefined
-    turn.failureLogged = true
-    return yield* Effect.fail(error)
+): Effect.fn.Return<undefined, HarnessError.HarnessError | StepFailure> {
+  turn.overflowed = true
+  const { code, message } = describeCause(Cause.fail(error))
+  yield* logInTurn(env, state, turn, "error", { turn: turn.number, step: step.number, message, code })
+  const closing = Closing.plan(yield* env.session.eventsFrom(turn.start), {
+    answer: (call) => step.results.get(call.id) ?? ToolResult.aborted(call, "the request overflowed the context window")
   })
+  for (const pending of closing) {
+    yield* logInTurn(env, state, turn, pending.type, pending.data as never, () => {
+      if (pending.type === "step/end") turn.step = undefined
+    })
+  }
+  const { report } = yield* compact(env, state, logCompaction(env, state, turn), "overflow")
+  if (report.applied.length > 0) return undefined
+  turn.failureLogged = true
+  return yield* Effect.fail(error)
+})
 
 /**
  * Logs the steering queued so far; whether there was any. A message leaves the queue in the
  * same synchronous step that logs it, and not at all once the turn is closed: steering is
  * logged or stays queued (for the next turn), never lost.
  */
-const drainSteering = (env: Env, state: AgentState, turn: Turn): Effect.Effect<boolean, HarnessError.HarnessError> =>
-  Effect.gen(function*() {
-    let steered = false
-    while (!turn.closed) {
-      const pending = state.steering[0]
-      if (pending === undefined) break
-      const event = yield* env.session.appendIf(
-        () => takeSteering(state, turn, pending),
-        "steering/message",
-        { turn: turn.number, content: pending.content, source: pending.source }
-      )
-      if (event === undefined) continue
-      steered = true
-      yield* notify(env, state, event)
-    }
-    return steered
-  })
+const drainSteering = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: Turn): Effect.fn.Return<boolean, HarnessError.HarnessError> {
+  let steered = false
+  while (!turn.closed) {
+    const pending = state.steering[0]
+    if (pending === undefined) break
+    const event = yield* env.session.appendIf(
+      () => takeSteering(state, turn, pending),
+      "steering/message",
+      { turn: turn.number, content: pending.content, source: pending.source }
+    )
+    if (event === undefined) continue
+    steered = true
+    yield* notify(env, state, event)
+  }
+  return steered
+})
 
 /** Takes the steering message at the front of the queue, if it is still `pending` and the turn still open. */
 const takeSteering = (state: AgentState, turn: Turn, pending: Pending): boolean => {
@@ -251,15 +260,14 @@ const countInvalidArgs = (env: Env, turn: Turn, step: Step): Outcome | undefined
  * Waits for the body, or for an abort: then interrupts the body and waits for it until the
  * abort deadline; work that does not stop by then is detached.
  */
-const awaitBody = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.Effect<Outcome> =>
-  Effect.gen(function*() {
-    const ended = yield* awaitFiber(body, turn.run.aborted)
-    if (Option.isSome(ended)) return outcomeOf(turn, ended.value)
-    body.interruptUnsafe()
-    const stopped = yield* awaitFiber(body, turn.run.deadline)
-    if (Option.isNone(stopped)) yield* detach(env, turn, body)
-    return aborted
-  })
+const awaitBody = Effect.fnUntraced(function*(env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.fn.Return<Outcome> {
+  const ended = yield* awaitFiber(body, turn.run.aborted)
+  if (Option.isSome(ended)) return outcomeOf(turn, ended.value)
+  body.interruptUnsafe()
+  const stopped = yield* awaitFiber(body, turn.run.deadline)
+  if (Option.isNone(stopped)) yield* detach(env, turn, body)
+  return aborted
+})
 
 /** Says that the body is left running, and says again when it finally ends: what it did then was dropped. */
 const detach = (env: Env, turn: Turn, body: Fiber.Fiber<Outcome, unknown>): Effect.Effect<void> => {
@@ -289,41 +297,40 @@ const outcomeOf = (turn: Turn, exit: Exit.Exit<Outcome, unknown>): Outcome => {
  * of the closing events run contained, given up at the abort deadline, and not at all during
  * disposal.
  */
-export const closeTurn = (
+export const closeTurn = Effect.fnUntraced(function*(
   env: Env,
   state: AgentState,
   turn: Turn,
   outcome: Outcome,
   deadline: Signal
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (turn.closed) return
-    turn.closed = true
-    const reason = endReason(turn.run, outcome)
-    if (outcome._tag === "Failed" && !turn.failureLogged) {
-      const { code, message, reportedCode } = outcome.failure
-      yield* appendAnnounced(env, state, "error", {
-        turn: turn.number,
-        ...(turn.step === undefined ? {} : { step: turn.step.number }),
-        message,
-        code,
-        ...(reportedCode === undefined ? {} : { reportedCode })
-      }, deadline)
-    }
-    const why = closingReason(turn.run, outcome)
-    // a turn whose work ended on its own left no step open: only its end is missing
-    const closing: ReadonlyArray<Closing.Pending> = turn.step === undefined && (outcome._tag === "Completed" || outcome._tag === "Limit")
-      ? [{ type: "turn/end", data: { turn: turn.number, reason } }]
-      : Closing.plan(yield* env.session.eventsFrom(turn.start), {
-        answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
-        reason
-      })
-    for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, deadline)
-    turn.step = undefined
-    yield* Effect.annotateCurrentSpan(
-      reason.kind === "error" ? { "dsh.turn.end": reason.kind, "dsh.error_code": reason.code } : { "dsh.turn.end": reason.kind }
-    )
-  })
+): Effect.fn.Return<void> {
+  if (turn.closed) return
+  turn.closed = true
+  const reason = endReason(turn.run, outcome)
+  if (outcome._tag === "Failed" && !turn.failureLogged) {
+    const { code, message, reportedCode } = outcome.failure
+    yield* appendAnnounced(env, state, "error", {
+      turn: turn.number,
+      ...(turn.step === undefined ? {} : { step: turn.step.number }),
+      message,
+      code,
+      ...(reportedCode === undefined ? {} : { reportedCode })
+    }, deadline)
+  }
+  const why = closingReason(turn.run, outcome)
+  // a turn whose work ended on its own left no step open: only its end is missing
+  const closing: ReadonlyArray<Closing.Pending> = turn.step === undefined && (outcome._tag === "Completed" || outcome._tag === "Limit")
+    ? [{ type: "turn/end", data: { turn: turn.number, reason } }]
+    : Closing.plan(yield* env.session.eventsFrom(turn.start), {
+      answer: (call) => turn.step?.results.get(call.id) ?? ToolResult.aborted(call, why),
+      reason
+    })
+  for (const pending of closing) yield* appendAnnounced(env, state, pending.type, pending.data as never, deadline)
+  turn.step = undefined
+  yield* Effect.annotateCurrentSpan(
+    reason.kind === "error" ? { "dsh.turn.end": reason.kind, "dsh.error_code": reason.code } : { "dsh.turn.end": reason.kind }
+  )
+})
 
 const endReason = (run: Run, outcome: Outcome): SessionEvent.TurnEndReason => {
   switch (outcome._tag) {
@@ -352,24 +359,23 @@ const closingReason = (run: Run, outcome: Outcome): string =>
  * turn's end) and never ends anything; a flush still running at the deadline (an abort's) is
  * given up — it goes on in the background, unconfirmed — and recorded as such.
  */
-const flushTurn = (env: Env, state: AgentState, turn: Turn, deadline: Signal): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const flushed = yield* untilDeadline(deadline, env.checkpoint.flush(env.session), (exit) =>
-      Effect.logWarning(
-        `dsh: session ${env.session.id}: the flush given up after turn ${turn.number} ended ${
-          Exit.isSuccess(exit) ? "successfully" : `in failure: ${describeCause(exit.cause).message}`
-        }, after the abort grace`
-      ))
-    if (Option.isNone(flushed)) {
-      const message = `the flush checkpoint after turn ${turn.number} did not finish within the abort grace; ` +
-        "it goes on in the background and what it writes is not confirmed"
-      yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code: "ABORTED" }, deadline)
-      return yield* Effect.logWarning(`dsh: session ${env.session.id}: ${message}`)
-    }
-    const exit = flushed.value
-    if (Exit.isSuccess(exit)) return
-    const { code, message } = describeCause(exit.cause)
-    yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code }, deadline)
-    yield* Effect.logWarning(`dsh: flushing session ${env.session.id} failed: ${message}`)
-  })
+const flushTurn = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: Turn, deadline: Signal): Effect.fn.Return<void> {
+  const flushed = yield* untilDeadline(deadline, env.checkpoint.flush(env.session), (exit) =>
+    Effect.logWarning(
+      `dsh: session ${env.session.id}: the flush given up after turn ${turn.number} ended ${
+        Exit.isSuccess(exit) ? "successfully" : `in failure: ${describeCause(exit.cause).message}`
+      }, after the abort grace`
+    ))
+  if (Option.isNone(flushed)) {
+    const message = `the flush checkpoint after turn ${turn.number} did not finish within the abort grace; ` +
+      "it goes on in the background and what it writes is not confirmed"
+    yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code: "ABORTED" }, deadline)
+    return yield* Effect.logWarning(`dsh: session ${env.session.id}: ${message}`)
+  }
+  const exit = flushed.value
+  if (Exit.isSuccess(exit)) return
+  const { code, message } = describeCause(exit.cause)
+  yield* appendAnnounced(env, state, "error", { turn: turn.number, message, code }, deadline)
+  yield* Effect.logWarning(`dsh: flushing session ${env.session.id} failed: ${message}`)
+})
 
