@@ -721,39 +721,41 @@ export const layerNoDeps = (
       const active = new Set<State>()
       const resuming = new Map<string, Resuming>()
 
-      const stateFor = (session: Session.Session): Effect.Effect<State> =>
-        Effect.gen(function*() {
-          const known = states.get(session)
-          if (known !== undefined) return known
-          const resumed = resuming.get(session.id)
-          let continues = false
-          if (resumed !== undefined && resumed.events.length === session.seeded) {
-            // the seed's events are the very objects that were loaded (the session freezes them in
-            // place); an empty file has none to compare, and any session continuing it is right
-            const lastSeeded = session.seeded === 0 ? [] : yield* session.eventsFrom(session.seeded - 1)
-            continues = session.seeded === 0 || lastSeeded[0] === resumed.events[resumed.events.length - 1]
-          }
-          const again = states.get(session)
-          if (again !== undefined) return again
-          const state: State = {
-            session,
-            file: fileOf(session.id),
-            serial: Semaphore.makeUnsafe(1),
-            written: continues ? session.seeded : 0,
-            durable: continues ? resumed!.bytes : undefined,
-            named: continues,
-            // a torn line is cut by the first flush, which writes the repair that reports it
-            dirty: continues && resumed!.torn,
-            handle: undefined,
-            lock: continues ? resumed!.lock : undefined,
-            lost: undefined,
-            released: false
-          }
-          if (continues) resuming.delete(session.id)
-          states.set(session, state)
-          active.add(state)
-          return state
-        })
+      const stateFor = (session: Session.Session): Effect.Effect<State> => {
+        const known = states.get(session)
+        return known === undefined ? newState(session) : Effect.succeed(known)
+      }
+
+      const newState = Effect.fnUntraced(function*(session: Session.Session): Effect.fn.Return<State> {
+        const resumed = resuming.get(session.id)
+        let continues = false
+        if (resumed !== undefined && resumed.events.length === session.seeded) {
+          // the seed's events are the very objects that were loaded (the session freezes them in
+          // place); an empty file has none to compare, and any session continuing it is right
+          const lastSeeded = session.seeded === 0 ? [] : yield* session.eventsFrom(session.seeded - 1)
+          continues = session.seeded === 0 || lastSeeded[0] === resumed.events[resumed.events.length - 1]
+        }
+        const again = states.get(session)
+        if (again !== undefined) return again
+        const state: State = {
+          session,
+          file: fileOf(session.id),
+          serial: Semaphore.makeUnsafe(1),
+          written: continues ? session.seeded : 0,
+          durable: continues ? resumed!.bytes : undefined,
+          named: continues,
+          // a torn line is cut by the first flush, which writes the repair that reports it
+          dirty: continues && resumed!.torn,
+          handle: undefined,
+          lock: continues ? resumed!.lock : undefined,
+          lost: undefined,
+          released: false
+        }
+        if (continues) resuming.delete(session.id)
+        states.set(session, state)
+        active.add(state)
+        return state
+      })
 
       const failure = (state: State, message: string, cause?: unknown) =>
         new PersistenceError({ message, sessionId: state.session.id, ...(cause === undefined ? {} : { cause }) })
@@ -789,27 +791,26 @@ export const layerNoDeps = (
       // The lock is taken before a new session's file is created, and checked before every
       // write of a session that holds it. A session whose file is open returns the lock for
       // `checkOwnership` to check, with the file's length.
-      const ensureWriter = (state: State): Effect.Effect<LockFile.Held | undefined, PersistenceError> =>
-        Effect.gen(function*() {
-          if (state.released) {
-            return yield* failure(state, `cannot write ${state.file}: session ${state.session.id} closed and gave the file back`)
-          }
-          if (state.lost !== undefined) return yield* failure(state, state.lost)
-          if (state.lock === undefined) {
-            state.lock = yield* takeLock(state.session.id, state.file).pipe(
-              Effect.mapError((error) =>
-                error._tag === "Refused"
-                  ? failure(state, `cannot write ${state.file}: ${error.message}`, lockedError(state.session.id, error, "cannot write"))
-                  : ioError(state.session.id, `cannot lock ${state.file}`)(error)
-              )
+      const ensureWriter = Effect.fnUntraced(function*(state: State): Effect.fn.Return<LockFile.Held | undefined, PersistenceError> {
+        if (state.released) {
+          return yield* failure(state, `cannot write ${state.file}: session ${state.session.id} closed and gave the file back`)
+        }
+        if (state.lost !== undefined) return yield* failure(state, state.lost)
+        if (state.lock === undefined) {
+          state.lock = yield* takeLock(state.session.id, state.file).pipe(
+            Effect.mapError((error) =>
+              error._tag === "Refused"
+                ? failure(state, `cannot write ${state.file}: ${error.message}`, lockedError(state.session.id, error, "cannot write"))
+                : ioError(state.session.id, `cannot lock ${state.file}`)(error)
             )
-            return undefined
-          }
-          if (state.handle !== undefined && state.named) return state.lock
-          const problem = yield* checkLock(state, state.lock)
-          if (problem !== undefined) return yield* lose(state, problem)
+          )
           return undefined
-        })
+        }
+        if (state.handle !== undefined && state.named) return state.lock
+        const problem = yield* checkLock(state, state.lock)
+        if (problem !== undefined) return yield* lose(state, problem)
+        return undefined
+      })
 
       const checkLock = (state: State, lock: LockFile.Held) =>
         LockFile.check(fs, lock).pipe(Effect.mapError(ioError(state.session.id, `cannot check the lock of ${state.file}`)))
@@ -855,105 +856,109 @@ export const layerNoDeps = (
           )
         })
 
-      const openHandle = (state: State) =>
-        Effect.gen(function*() {
-          if (state.handle !== undefined) return state.handle.file
-          const scope = Scope.makeUnsafe()
-          const file = yield* fs.open(state.file, { flag: "a" }).pipe(
-            Scope.provide(scope),
-            Effect.mapError(ioError(state.session.id, `cannot open ${state.file}`))
-          )
-          state.handle = { file, scope }
-          return file
-        })
+      const openHandle = Effect.fnUntraced(function*(state: State) {
+        if (state.handle !== undefined) return state.handle.file
+        const scope = Scope.makeUnsafe()
+        const file = yield* fs.open(state.file, { flag: "a" }).pipe(
+          Scope.provide(scope),
+          Effect.mapError(ioError(state.session.id, `cannot open ${state.file}`))
+        )
+        state.handle = { file, scope }
+        return file
+      })
 
       // The file must be as this session left it: `durable` long, or longer after a failed
       // write (or at a torn line). Anything else means someone else wrote it. The lock, when
       // given, is checked at the same time (one wait on the disk, not two), and a lost lock is
       // reported before a wrong length.
-      const checkOwnership = (state: State, file: FileSystem.File, durable: number, lock: LockFile.Held | undefined) =>
-        Effect.gen(function*() {
-          const length = file.stat.pipe(Effect.mapError(ioError(state.session.id, `cannot stat ${state.file}`)))
-          const [problem, info] = lock === undefined
-            ? [undefined, yield* length]
-            : yield* Effect.all([checkLock(state, lock), length], { concurrency: 2 })
-          if (problem !== undefined) return yield* lose(state, problem)
-          const size = Number(info.size)
-          if (size === durable || (state.dirty && size > durable)) return
-          return yield* lose(state, `it is ${size} bytes long, but this session left it at ${durable}`)
-        })
+      const checkOwnership = Effect.fnUntraced(function*(state: State, file: FileSystem.File, durable: number, lock: LockFile.Held | undefined) {
+        const length = file.stat.pipe(Effect.mapError(ioError(state.session.id, `cannot stat ${state.file}`)))
+        const [problem, info] = lock === undefined
+          ? [undefined, yield* length]
+          : yield* Effect.all([checkLock(state, lock), length], { concurrency: 2 })
+        if (problem !== undefined) return yield* lose(state, problem)
+        const size = Number(info.size)
+        if (size === durable || (state.dirty && size > durable)) return
+        return yield* lose(state, `it is ${size} bytes long, but this session left it at ${durable}`)
+      })
 
       /**
        * Writes the lines of `events` up to the first one that cannot be encoded. Nothing is
        * written before `ready` succeeds (it always runs, even with nothing to write): the
        * first lines are encoded meanwhile.
        */
-      const writeLines = (
+      const writeLines = Effect.fnUntraced(function*(
         state: State,
         file: FileSystem.File,
         events: ReadonlyArray<SessionEvent.SessionEvent>,
         ready: Effect.Effect<void, PersistenceError>
-      ) =>
-        Effect.gen(function*() {
-          const fail = ioError(state.session.id, `cannot write ${state.file}`)
-          let bytes = 0
-          let count = 0
-          let unencodable: string | undefined
-          let text = ""
-          let waited = false
-          const put = (chunk: string) =>
-            Effect.suspend(() => {
-              const buffer = utf8.encode(chunk)
-              bytes += buffer.length
-              if (waited) return file.writeAll(buffer).pipe(Effect.mapError(fail))
-              waited = true
-              return Effect.andThen(ready, file.writeAll(buffer).pipe(Effect.mapError(fail)))
-            })
-          for (const event of events) {
-            const line = encodeLine(event)
-            if (Result.isFailure(line)) {
-              unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${state.session.id}, ` +
-                `so neither it nor any later event is persisted in ${state.file}: ${line.failure}`
-              break
-            }
-            text += line.success
-            count++
-            if (text.length >= WRITE_CHUNK_CHARS) {
-              yield* put(text)
-              text = ""
-            }
-          }
-          if (text.length > 0) yield* put(text)
-          if (!waited) yield* ready
-          return { bytes, count, unencodable }
-        })
-
-      const write = (state: State) =>
-        Effect.gen(function*() {
-          const events = yield* state.session.eventsFrom(state.written)
-          if (state.durable !== undefined && state.named && !state.dirty && events.length === 0) return
-          const lock = yield* ensureWriter(state)
-          if (state.durable === undefined) yield* create(state)
-          if (!state.named) {
-            yield* syncDirectory.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync the directory of ${state.file}`)))
-            state.named = true
-          }
-          const file = yield* openHandle(state)
-          const durable = state.durable!
-          // the disk answers the ownership check while the lines are encoded
-          const checked = yield* Effect.forkChild(checkOwnership(state, file, durable, lock), { startImmediately: true })
-          const ready = Effect.gen(function*() {
-            yield* Fiber.join(checked)
-            if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(ioError(state.session.id, `cannot write ${state.file}`)))
-            state.dirty = true
+      ) {
+        const fail = ioError(state.session.id, `cannot write ${state.file}`)
+        let bytes = 0
+        let count = 0
+        let unencodable: string | undefined
+        let text = ""
+        let waited = false
+        const put = (chunk: string) =>
+          Effect.suspend(() => {
+            const buffer = utf8.encode(chunk)
+            bytes += buffer.length
+            if (waited) return file.writeAll(buffer).pipe(Effect.mapError(fail))
+            waited = true
+            return Effect.andThen(ready, file.writeAll(buffer).pipe(Effect.mapError(fail)))
           })
-          const { bytes, count, unencodable } = yield* writeLines(state, file, events, ready)
-          yield* file.sync.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync ${state.file}`)))
-          state.durable = durable + bytes
-          state.written += count
-          state.dirty = false
-          if (unencodable !== undefined) return yield* failure(state, unencodable)
-        })
+        for (const event of events) {
+          const line = encodeLine(event)
+          if (Result.isFailure(line)) {
+            unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${state.session.id}, ` +
+              `so neither it nor any later event is persisted in ${state.file}: ${line.failure}`
+            break
+          }
+          text += line.success
+          count++
+          if (text.length >= WRITE_CHUNK_CHARS) {
+            yield* put(text)
+            text = ""
+          }
+        }
+        if (text.length > 0) yield* put(text)
+        if (!waited) yield* ready
+        return { bytes, count, unencodable }
+      })
+
+      const write = Effect.fnUntraced(function*(state: State) {
+        const events = yield* state.session.eventsFrom(state.written)
+        if (state.durable !== undefined && state.named && !state.dirty && events.length === 0) return
+        const lock = yield* ensureWriter(state)
+        if (state.durable === undefined) yield* create(state)
+        if (!state.named) {
+          yield* syncDirectory.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync the directory of ${state.file}`)))
+          state.named = true
+        }
+        const file = yield* openHandle(state)
+        const durable = state.durable!
+        // the disk answers the ownership check while the lines are encoded
+        const checked = yield* Effect.forkChild(checkOwnership(state, file, durable, lock), { startImmediately: true })
+        const ready = readyToWrite(state, file, durable, checked)
+        const { bytes, count, unencodable } = yield* writeLines(state, file, events, ready)
+        yield* file.sync.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync ${state.file}`)))
+        state.durable = durable + bytes
+        state.written += count
+        state.dirty = false
+        if (unencodable !== undefined) return yield* failure(state, unencodable)
+      })
+
+      // The file is this session's and as it left it: cut what a failed write left past `durable`.
+      const readyToWrite = Effect.fnUntraced(function*(
+        state: State,
+        file: FileSystem.File,
+        durable: number,
+        checked: Fiber.Fiber<void, PersistenceError>
+      ): Effect.fn.Return<void, PersistenceError> {
+        yield* Fiber.join(checked)
+        if (state.dirty) yield* file.truncate(durable).pipe(Effect.mapError(ioError(state.session.id, `cannot write ${state.file}`)))
+        state.dirty = true
+      })
 
       // A flush half-done is worth nothing, and interrupting one would leave the file dirty for
       // no gain: once it holds the session's permit it runs to the end.

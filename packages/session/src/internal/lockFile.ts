@@ -338,16 +338,15 @@ export const release = (fs: FileSystem.FileSystem, held: Held): Effect.Effect<vo
  *
  * @internal
  */
-export const check = (
+export const check = Effect.fnUntraced(function*(
   fs: FileSystem.FileSystem,
   held: Held
-): Effect.Effect<string | undefined, PlatformError.PlatformError> =>
-  Effect.gen(function*() {
-    if (held.stamp !== undefined && (yield* stamp(fs, held.path)) === held.stamp) return undefined
-    const found = yield* read(fs, held.path)
-    if (found._tag === "Missing") return `the lock file ${held.path} was removed`
-    if (found.holder?.token === held.token) return undefined
-    return found.holder === undefined
-      ? `the lock file ${held.path} was replaced by something else`
-      : `the lock file ${held.path} now names ${describeHolder(found.holder)}`
-  })
+): Effect.fn.Return<string | undefined, PlatformError.PlatformError> {
+  if (held.stamp !== undefined && (yield* stamp(fs, held.path)) === held.stamp) return undefined
+  const found = yield* read(fs, held.path)
+  if (found._tag === "Missing") return `the lock file ${held.path} was removed`
+  if (found.holder?.token === held.token) return undefined
+  return found.holder === undefined
+    ? `the lock file ${held.path} was replaced by something else`
+    : `the lock file ${held.path} now names ${describeHolder(found.holder)}`
+})
