@@ -32,7 +32,9 @@
  * separate agent. The heap in use after a full GC at the end (history alive) is reported too,
  * to tell retained memory from garbage the GC had not collected yet at the RSS peak. Measures only;
  * nothing here asserts. Run directly by Node (type stripping), so the file is erasable
- * TypeScript with no imports of its own package.
+ * TypeScript with no imports of its own package. dsh's packages are built first (the build's own
+ * script) and the children load them from `dist`, as a user's app would, and as the peers are
+ * loaded from their compiled packages.
  */
 import { spawnSync } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readSync, rmSync } from "node:fs"
@@ -613,9 +615,39 @@ const paired = (rounds: Rounds, a: Impl, b: Impl, metric: (r: Report) => number)
 
 const fmtRatio = (r: Ratio) => `${fmt(r.median, 2)}× (${fmt(r.min, 2)}–${fmt(r.max, 2)})`
 
+/** The packages dsh's children import (with their @dsh dependencies), built before the rounds. */
+const DSH_PACKAGES = ["llm", "model", "prompt", "session", "tools", "agent", "loop", "invariants"]
+
+/**
+ * Builds dsh's packages with the build's own script, so the children load what a user installs
+ * (JavaScript from `dist`), as the peers are loaded from their compiled packages — and never a
+ * stale build. `npm run bench` resolves @dsh/* to the TypeScript sources (ADR 0017), which
+ * would charge dsh's setup with type stripping; the children run without that condition.
+ */
+const buildDsh = (): void => {
+  const root = new URL("../../..", import.meta.url).pathname
+  const started = performance.now()
+  const run = spawnSync(process.execPath, [join(root, "scripts", "build.mjs"), ...DSH_PACKAGES], {
+    cwd: root,
+    encoding: "utf8",
+    env: childEnv
+  })
+  if (run.status !== 0) throw new Error(`building dsh's packages failed: ${(run.stderr || run.stdout).trim()}`)
+  console.log(`dsh's packages built from the current sources in ${((performance.now() - started) / 1000).toFixed(1)} s; the children load them from dist`)
+}
+
+/** The children's environment: without `--conditions=@dsh/source`, so @dsh/* resolve to the build. */
+const childEnv: Record<string, string> = Object.fromEntries(
+  Object.entries({
+    ...process.env,
+    NODE_OPTIONS: (process.env.NODE_OPTIONS ?? "").split(/\s+/).filter((o) => o !== "" && o !== "--conditions=@dsh/source").join(" ")
+  }).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== "")
+)
+
 const once = (file: string, impl: Impl, n: number): Report => {
   const run = spawnSync(process.execPath, ["--expose-gc", file, "child", impl, String(n)], {
     encoding: "utf8",
+    env: childEnv,
     maxBuffer: 64 * 1024 * 1024
   })
   const line = run.stdout.split("\n").find((l) => l.startsWith("{"))
@@ -646,6 +678,7 @@ const parent = (): void => {
   const byN = new Map<number, Rounds>()
   console.log(`turns: ${SIZES.join(", ")}; each turn 2 steps (${DELTAS} text deltas + 1 tool call; ${DELTAS} text deltas + stop)`)
   console.log(`each (implementation, N) runs ${REPEATS} times, each in a fresh process, interleaved in rounds; the run with the median mean is kept`)
+  buildDsh()
   console.log(`load average (1, 5, 15 min) before: ${loads()}`)
   for (const n of SIZES) {
     const rounds = runRounds(file, n)
