@@ -95,7 +95,7 @@ import * as Stream from "effect/Stream"
 import * as Closing from "./Closing.ts"
 import { FlushCheckpoint } from "./FlushCheckpoint.ts"
 import * as LockFile from "./internal/lockFile.ts"
-import type * as Session from "./Session.ts"
+import * as Session from "./Session.ts"
 import { CorruptLogError, PersistenceError, SessionExistsError, SessionLockedError } from "./SessionError.ts"
 import * as SessionEvent from "./SessionEvent.ts"
 import { SessionStore } from "./SessionStore.ts"
@@ -728,13 +728,7 @@ export const layerNoDeps = (
 
       const newState = Effect.fnUntraced(function*(session: Session.Session): Effect.fn.Return<State> {
         const resumed = resuming.get(session.id)
-        let continues = false
-        if (resumed !== undefined && resumed.events.length === session.seeded) {
-          // the seed's events are the very objects that were loaded (the session freezes them in
-          // place); an empty file has none to compare, and any session continuing it is right
-          const lastSeeded = session.seeded === 0 ? [] : yield* session.eventsFrom(session.seeded - 1)
-          continues = session.seeded === 0 || lastSeeded[0] === resumed.events[resumed.events.length - 1]
-        }
+        const continues = resumed !== undefined && (yield* Session.continues(session, resumed.events))
         const again = states.get(session)
         if (again !== undefined) return again
         const state: State = {

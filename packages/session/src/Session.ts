@@ -201,3 +201,19 @@ export const make = (options: {
   }
   return { session, close: log.close }
 }
+
+/**
+ * Whether a session continues a log that was loaded for it: it was seeded with exactly the
+ * loaded events — the very objects, which the session froze in place — rather than being
+ * another session that happens to have the same id. A store resuming a session (JSONL, SQL)
+ * asks this before it takes over the loaded log's position; a log with no events is continued
+ * by any session seeded with none.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const continues = (session: Session, loaded: ReadonlyArray<SessionEvent>): Effect.Effect<boolean> => {
+  if (loaded.length !== session.seeded) return Effect.succeed(false)
+  if (loaded.length === 0) return Effect.succeed(true)
+  return Effect.map(session.eventsFrom(session.seeded - 1), (last) => last[0] === loaded[loaded.length - 1])
+}

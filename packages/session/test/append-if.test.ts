@@ -1,10 +1,11 @@
 /**
  * `appendIf`: a writer whose right to append another fiber can withdraw checks it where the
  * event is stored, so no event lands once the right is gone, however fibers interleave; and
- * `appendBurst`, the same appends in one Effect.
+ * `appendBurst`, the same appends in one Effect. And `continues`, the check a store resuming a
+ * session makes before it takes over the loaded log's position.
  */
 import { Ids } from "@dsh/llm"
-import { Session } from "@dsh/session"
+import { Session, type SessionEvent } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Fiber, Scheduler, Stream } from "effect"
 
@@ -76,5 +77,26 @@ describe("Session.appendBurst", () => {
       const exit = yield* Effect.exit(owned.session.appendBurst((appendIf) => appendIf(() => true, "assistant/chunk", chunk("a"))))
       expect(exit._tag === "Failure" && Cause.hasDies(exit.cause)).toBe(true)
       expect(yield* owned.session.events).toStrictEqual([])
+    }))
+})
+
+describe("Session.continues", () => {
+  const loaded = [
+    { type: "turn/start", seq: 0, time: 1, data: { turn: 1, trigger: "send" } },
+    { type: "turn/end", seq: 1, time: 2, data: { turn: 1, reason: { kind: "completed" } } }
+  ] as unknown as ReadonlyArray<SessionEvent.SessionEvent>
+  const seeded = (seed: ReadonlyArray<SessionEvent.SessionEvent>) => Session.make({ id: Ids.sessionId("s"), createdAt: 0, seed }).session
+
+  it.effect("a session seeded with the very events that were loaded continues them; equal copies or another count do not", () =>
+    Effect.gen(function*() {
+      const events = loaded.map((event) => ({ ...event }))
+      expect(yield* Session.continues(seeded(events), events)).toBe(true)
+      // the same content, other objects: another session that happens to hold what the file held
+      expect(yield* Session.continues(seeded(loaded.map((event) => ({ ...event }))), events)).toBe(false)
+      expect(yield* Session.continues(seeded(events.slice(0, 1)), events)).toBe(false)
+      expect(yield* Session.continues(fresh(), events)).toBe(false)
+      // an empty log is continued by any session seeded with nothing
+      expect(yield* Session.continues(fresh(), [])).toBe(true)
+      expect(yield* Session.continues(seeded(events), [])).toBe(false)
     }))
 })

@@ -87,7 +87,7 @@
  * @since 0.1.0
  */
 import { HarnessError } from "@dsh/llm"
-import { Closing, FlushCheckpoint, JsonlSessions, type Session, SessionErrors, SessionEvent, SessionStore } from "@dsh/session"
+import { Closing, FlushCheckpoint, JsonlSessions, Session, SessionErrors, SessionEvent, SessionStore } from "@dsh/session"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -458,13 +458,7 @@ export const layer = (
           const known = states.get(session)
           if (known !== undefined) return known
           const resumed = resuming.get(session.id)
-          let continues = false
-          if (resumed !== undefined && resumed.events.length === session.seeded) {
-            // the seed's events are the very objects that were loaded (the session freezes them in
-            // place); an empty log has none to compare, and any session continuing it is right
-            const lastSeeded = session.seeded === 0 ? [] : yield* session.eventsFrom(session.seeded - 1)
-            continues = session.seeded === 0 || lastSeeded[0] === resumed.events[resumed.events.length - 1]
-          }
+          const continues = resumed !== undefined && (yield* Session.continues(session, resumed.events))
           const again = states.get(session)
           if (again !== undefined) return again
           const state: State = {
