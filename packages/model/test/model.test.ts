@@ -301,6 +301,35 @@ describe("Model.stream tracing", () => {
       expect(status._tag === "Ended" && Exit.isFailure(status.exit)).toBe(true)
     }).pipe(Effect.provide(scripted({ script: [reply.text("hi")], models: ["traced"] }))))
 
+  it.effect("runStream hands over the middleware's chunks, batch by batch, inside one Model.stream span", () =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      yield* model.use({ name: "shout", around: (req, next) => next(req).pipe(Stream.map(upper)) })
+      const { spans, tracer } = recording()
+      const seen: Array<StreamChunk.StreamChunk> = []
+      const parents: Array<string | undefined> = []
+      yield* model.runStream(request("hi", "traced"), (chunks) =>
+        Effect.map(Effect.currentSpan, (span) => {
+          seen.push(...chunks)
+          parents.push(span.name)
+        })).pipe(Effect.withTracer(tracer))
+      // the same chunks as the stream gives, the middleware applied
+      expect(Assembler.assemble(seen).message.content).toStrictEqual([Content.text("HELLO THERE")])
+      expect(ChunkContract.check(seen)).toStrictEqual([])
+      const streamSpans = spans.filter((s) => s.name === "Model.stream")
+      expect(streamSpans).toHaveLength(1)
+      expect(streamSpans[0]!.attributes.get("dsh.model")).toBe("traced")
+      expect(parents.length).toBeGreaterThan(0)
+      expect(parents.every((name) => name === "Model.stream")).toBe(true)
+
+      // a failed call fails with the model's error and ends its span with it
+      const exit = yield* Effect.exit(model.runStream(request("hi", "unknown"), () => Effect.void).pipe(Effect.withTracer(tracer)))
+      expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toMatchObject({ _tag: "NoModelError" })
+      const failed = spans.filter((s) => s.name === "Model.stream" && s.attributes.get("dsh.model") === "unknown")
+      expect(failed).toHaveLength(1)
+      expect(failed[0]!.status._tag === "Ended" && Exit.isFailure(failed[0]!.status.exit)).toBe(true)
+    }).pipe(Effect.scoped, Effect.provide(scripted({ script: [reply.text("hello there")], models: ["traced"] }))))
+
   it.effect("each call gets its own span", () =>
     Effect.gen(function*() {
       const model = yield* Model

@@ -13,7 +13,6 @@ import { Assembler, type FinishReason, type HarnessError, type Message, type Mod
 import { SessionEvent } from "@dsh/session"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
 import { dropLate, listening, logInTurn } from "./events.ts"
@@ -214,10 +213,10 @@ const streamAnswer = (
         (logged) => (logged === chunks.length ? Effect.void : Effect.forEach(chunks.slice(logged), (chunk) =>
           Effect.andThen(dropLate(env, turn, "assistant/chunk"), Effect.sync(() => void assembler.push(chunk))), { discard: true }))
       )
-    return env.model.stream(request).pipe(
-      Stream.runForEachArray((chunks) => (listening(env, state) ? Effect.forEach(chunks, logOne, { discard: true }) : logBurst(chunks))),
-      Effect.andThen(Effect.sync(() => assembler.done()))
-    )
+    return env.model.runStream(
+      request,
+      (chunks) => (listening(env, state) ? Effect.forEach(chunks, logOne, { discard: true }) : logBurst(chunks))
+    ).pipe(Effect.andThen(Effect.sync(() => assembler.done())))
   })
 
 /** The finish of an answer the model gave, or the step's failure when it gave none. */
