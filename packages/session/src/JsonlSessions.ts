@@ -325,18 +325,23 @@ export const encodeLine = (event: SessionEvent.SessionEvent): Result.Result<stri
 // Effect's JIT (code generated once per type), encodes it at about a third of the cost. Only
 // an event that member refuses (or an extension event) goes through the union, which reports
 // why exactly as before.
-const coreEncoders = new Map<string, (event: unknown) => Exit.Exit<unknown, unknown>>(
-  SessionEvent.coreTypes.map((type) => {
-    const schema = SessionEvent.eventSchema(type)
-    SchemaJITCompiler.enable(schema.ast)
-    SchemaJITCompiler.enable(SchemaAST.flip(schema.ast))
-    return [type, SchemaParser.encodeUnknownExit(schema as Schema.Codec<unknown, unknown>)]
-  })
-)
+// Made on a type's first line, not at import: most importers of the package never write JSONL.
+const coreEncoders = new Map<string, (event: unknown) => Exit.Exit<unknown, unknown>>()
+const coreTypes = new Set<string>(SessionEvent.coreTypes)
+
+const coreEncoderOf = (type: SessionEvent.CoreType): (event: unknown) => Exit.Exit<unknown, unknown> => {
+  const schema = SessionEvent.eventSchema(type)
+  SchemaJITCompiler.enable(schema.ast)
+  SchemaJITCompiler.enable(SchemaAST.flip(schema.ast))
+  const encode = SchemaParser.encodeUnknownExit(schema as Schema.Codec<unknown, unknown>)
+  coreEncoders.set(type, encode)
+  return encode
+}
 
 /** The encoded form of a valid core event; `undefined` for anything else. */
 const encodeCoreEvent = (event: SessionEvent.SessionEvent): unknown => {
-  const encode = coreEncoders.get(event.type)
+  const encode = coreEncoders.get(event.type) ??
+    (coreTypes.has(event.type) ? coreEncoderOf(event.type as SessionEvent.CoreType) : undefined)
   if (encode === undefined) return undefined
   const exit = encode(event)
   return Exit.isSuccess(exit) ? exit.value : undefined
