@@ -503,6 +503,10 @@ export const layer = (
           return yield* failure(state, state.lost, cause)
         })
 
+      // Whether a statement of this layer failed since the lock connection was last known to
+      // answer: a database that went away ended that connection too, silently (nothing runs on it).
+      let lockInDoubt = false
+
       // The lock is taken before a new session's first write, and taken again when the
       // connection it was held on is gone (the schema refuses the write if another writer
       // wrote meanwhile).
@@ -512,6 +516,10 @@ export const layer = (
             return yield* failure(state, `cannot write session ${JSON.stringify(state.session.id)}: it closed and gave its lock back`)
           }
           if (state.lost !== undefined) return yield* failure(state, state.lost)
+          if (lockInDoubt) {
+            lockInDoubt = false
+            yield* locks.verify
+          }
           if (state.lock !== undefined && state.lock === locks.generation()) return
           const hadLock = state.lock !== undefined
           state.lock = undefined
@@ -612,7 +620,10 @@ export const layer = (
             const fail = persistence(id, `cannot write session ${JSON.stringify(id)} to PostgreSQL (${eventsTable})`)
             const conflict = isUniqueViolation(sqlError, `${eventsTable}_pkey`)
             const exists = isUniqueViolation(sqlError, `${sessionsTable}_pkey`)
-            if (!conflict && !exists) return yield* fail(sqlError)
+            if (!conflict && !exists) {
+              lockInDoubt = true
+              return yield* fail(sqlError)
+            }
             if (yield* reconcile(state)) continue
             if (exists) {
               const lock = state.lock

@@ -11,8 +11,10 @@
  * be told who holds the session.
  *
  * When the lock connection fails it is dropped (its locks go with it) and the next lock taken
- * reserves a new one; `generation` counts connections, so that a writer can tell that a lock
- * it took is gone. The lock is what refuses a second writer early (at resume); what keeps the
+ * reserves a new one; `generation` names the connection, so that a writer can tell that a lock
+ * it took is gone. The server can end the connection while nothing runs on it (a restart, a
+ * failover, an administrator): `verify` asks it, and a writer whose own statements failed does
+ * so before it writes again. The lock is what refuses a second writer early (at resume); what keeps the
  * log whole in every case is the schema: see the module documentation of `PgSessions`.
  *
  * @internal
@@ -44,10 +46,15 @@ export interface Refused {
 
 /** The locks of one layer. */
 export interface WriterLocks {
-  /** The connection generation: a lock taken under an earlier one is gone. */
+  /** The lock connection's generation, 0 while there is none: a lock taken under another is gone. */
   readonly generation: () => number
   /** Takes the lock of a session; the generation it was taken under, or who holds it. */
   readonly take: (id: string) => Effect.Effect<number | Refused, SqlError>
+  /**
+   * Asks the lock connection whether it still answers; one that does not is dropped (its
+   * generation is over). Never fails.
+   */
+  readonly verify: Effect.Effect<void>
   /** Gives a lock back (a no-op when its connection is gone). Never fails: a failure is logged. */
   readonly release: (id: string, generation: number) => Effect.Effect<void>
   /** Gives every lock back and returns the connection to the pool. */
@@ -163,7 +170,16 @@ export const make = (sql: SqlClient): WriterLocks => {
       )
     }))
 
+  const verify = mutex.withPermit(Effect.suspend(() => {
+    const current = held
+    if (current === undefined) return Effect.void
+    return current.connection.execute("SELECT 1", [], undefined).pipe(
+      Effect.asVoid,
+      Effect.catch(() => drop(current))
+    )
+  }))
+
   const close = mutex.withPermit(Effect.suspend(() => (held === undefined ? Effect.void : drop(held))))
 
-  return { generation: () => generation, take, release, close }
+  return { generation: () => held?.generation ?? 0, take, verify, release, close }
 }
