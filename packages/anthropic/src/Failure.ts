@@ -67,16 +67,28 @@ export const quote = (value: unknown, length = 120): string => {
 }
 
 /**
- * Replaces every occurrence of the key in a text. Messages are built from the provider's words
- * and from network errors, neither of which should hold the key; this makes sure.
+ * Replaces every occurrence of the key in a text that stands on its own (not inside a longer
+ * word: a placeholder key such as `EMPTY` or `k` must not mangle the words of a message).
+ * Messages are built from the provider's words and from network errors, neither of which
+ * should hold the key; this makes sure.
  *
  * @since 0.1.0
  * @category utils
  */
 export const scrub = (text: string, apiKey: Redacted.Redacted<string>): string => {
   const key = Redacted.value(apiKey)
-  return key.length === 0 ? text : text.replaceAll(key, "[redacted]")
+  if (key.length === 0) return text
+  let scrubbed = ""
+  let from = 0
+  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + 1)) {
+    if (at < from || partOfWord(text, at - 1) || partOfWord(text, at + key.length)) continue
+    scrubbed += `${text.slice(from, at)}[redacted]`
+    from = at + key.length
+  }
+  return scrubbed + text.slice(from)
 }
+
+const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.length && /[\w-]/.test(text[at]!)
 
 /**
  * The same error with the key scrubbed from its message (the error itself when the key is not

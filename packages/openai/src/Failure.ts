@@ -44,8 +44,10 @@ export const excerpt = (text: string, length = excerptLength): string =>
   text.length <= length ? text : `${text.slice(0, length)}… (${text.length - length} more characters)`
 
 /**
- * Replaces every occurrence of the key in a text. Messages are built from the provider's words
- * and from network errors, neither of which should hold the key; this makes sure.
+ * Replaces every occurrence of the key in a text that stands on its own (not inside a longer
+ * word: a placeholder key such as `EMPTY` or `k` must not mangle the words of a message).
+ * Messages are built from the provider's words and from network errors, neither of which
+ * should hold the key; this makes sure.
  *
  * @since 0.1.0
  * @category utils
@@ -53,8 +55,18 @@ export const excerpt = (text: string, length = excerptLength): string =>
 export const scrub = (text: string, apiKey: Redacted.Redacted<string> | undefined): string => {
   if (apiKey === undefined) return text
   const key = Redacted.value(apiKey)
-  return key.length === 0 ? text : text.replaceAll(key, "[redacted]")
+  if (key.length === 0) return text
+  let scrubbed = ""
+  let from = 0
+  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + 1)) {
+    if (at < from || partOfWord(text, at - 1) || partOfWord(text, at + key.length)) continue
+    scrubbed += `${text.slice(from, at)}[redacted]`
+    from = at + key.length
+  }
+  return scrubbed + text.slice(from)
 }
+
+const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.length && /[\w-]/.test(text[at]!)
 
 /**
  * The same error with the key scrubbed from its message (the error itself when the key is not
@@ -417,12 +429,14 @@ const asStatus = (value: unknown): number | undefined => {
 
 /**
  * The catalog code an error reported inside a stream means, from the provider's own `code`,
- * `type` and `status` fields: a catalog code of a model call kept as it is (a proxy relaying
- * dsh's own codes), an HTTP status read as {@link fromStatus} reads it, else the words of the
- * code and type (`rate_limit_exceeded` → `LLM_RATE_LIMIT`, `invalid_api_key` → `LLM_AUTH`,
- * `context_length_exceeded` → `LLM_CONTEXT_OVERFLOW`, `invalid_request_error` →
- * `LLM_INVALID_REQUEST`); anything else (`upstream_overloaded`,
- * `server_error`, no code at all) is the server failing, `LLM_SERVER`.
+ * `type`, `status` and `message` fields: a catalog code of a model call kept as it is (a proxy
+ * relaying dsh's own codes), an HTTP status read as {@link fromStatus} reads it (a 400, 413 or
+ * 422 whose words say the context was exceeded is `LLM_CONTEXT_OVERFLOW`, a 429 of an
+ * exhausted quota `LLM_AUTH`), else the words of the code and type (`rate_limit_exceeded` →
+ * `LLM_RATE_LIMIT`, `invalid_api_key` → `LLM_AUTH`, `context_length_exceeded` →
+ * `LLM_CONTEXT_OVERFLOW`, `invalid_request_error` → `LLM_INVALID_REQUEST`), else a message
+ * saying the context was exceeded; anything else (`upstream_overloaded`, `server_error`, no
+ * code at all) is the server failing, `LLM_SERVER`.
  *
  * @since 0.1.0
  * @category mapping
@@ -431,13 +445,20 @@ export const streamErrorCode = (fields: {
   readonly code?: unknown
   readonly type?: unknown
   readonly status?: unknown
+  readonly message?: unknown
 }): LlmCode => {
   const { code, status, type } = fields
   if (ErrorCode.isErrorCode(code) && llmCodes.has(code)) return code as LlmCode
+  const said: Reported = { code, type, message: Predicate.isString(fields.message) ? fields.message : undefined }
   const http = asStatus(code) ?? asStatus(status)
-  if (http !== undefined) return statusCode(http)
-  const said = [code, type, status].filter(Predicate.isString).join(" ").toLowerCase()
-  for (const [pattern, mapped] of words) if (pattern.test(said)) return mapped
+  if (http !== undefined) {
+    if ((http === 400 || http === 413 || http === 422) && isOverflow(said)) return "LLM_CONTEXT_OVERFLOW"
+    if (http === 429 && saysNoQuota(said)) return "LLM_AUTH"
+    return statusCode(http)
+  }
+  const named = [code, type, status].filter(Predicate.isString).join(" ").toLowerCase()
+  for (const [pattern, mapped] of words) if (pattern.test(named)) return mapped
+  if (isOverflow(said)) return "LLM_CONTEXT_OVERFLOW"
   return "LLM_SERVER"
 }
 
@@ -465,7 +486,7 @@ const withStatus = (message: string, status: number | undefined) => status === u
  */
 export const fromStreamError = (provider: string, error: unknown): LlmError.LlmError => {
   const fields = { code: field(error, "code"), type: field(error, "type"), status: field(error, "status") }
-  const code = streamErrorCode(fields)
+  const code = streamErrorCode({ ...fields, message: field(error, "message") })
   const status = asStatus(fields.code) ?? asStatus(fields.status)
   const message = `${provider} reported an error in the stream${labels(fields)}: ${excerpt(HarnessError.describe(error))}`
   switch (code) {

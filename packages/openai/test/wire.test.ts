@@ -8,7 +8,7 @@ import { Fixture } from "@dsh/openai/testing"
 import { Assembler, type StreamChunk } from "@dsh/llm"
 import { ChunkContract } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Redacted, Schema } from "effect"
 
 describe("Wire.readChunk", () => {
   const decodeSchema = Schema.decodeUnknownResult(Wire.ChatChunk)
@@ -174,5 +174,30 @@ describe("Failure: the error bodies servers send", () => {
       .toMatchObject({ _tag: "LlmContextOverflowError", limit: 200_000, requested: 210_512 })
     expect(status(400, JSON.stringify({ error: { message: "messages: at least one message is required" } }))._tag).toBe("LlmInvalidRequestError")
     expect(Failure.fromStreamError("S", { message: "too long", code: "context_length_exceeded" })._tag).toBe("LlmContextOverflowError")
+  })
+
+  it("reads an error in the stream with an HTTP status as the status would read: overflow and exhausted quota included", () => {
+    const overflow = "This endpoint's maximum context length is 163840 tokens. However, you requested about 200000 tokens"
+    // OpenRouter's shape, in a 200 body or after streaming began
+    expect(Failure.fromStreamError("S", { code: 400, message: overflow }))
+      .toMatchObject({ _tag: "LlmContextOverflowError", code: "LLM_CONTEXT_OVERFLOW", limit: 163_840, requested: 200_000 })
+    expect(Failure.fromStreamError("S", { status: 413, message: "prompt is too long: 210512 tokens > 200000 maximum" })._tag)
+      .toBe("LlmContextOverflowError")
+    expect(Failure.fromStreamError("S", { code: 400, message: "messages: at least one message is required" })._tag).toBe("LlmInvalidRequestError")
+    expect(Failure.fromStreamError("S", { status: 429, code: "insufficient_quota", message: "You exceeded your current quota" })._tag)
+      .toBe("LlmAuthError")
+    expect(Failure.fromStreamError("S", { status: 429, message: "slow down" })._tag).toBe("LlmRateLimitError")
+    // no code at all, but the words say it
+    expect(Failure.fromStreamError("S", { message: overflow })._tag).toBe("LlmContextOverflowError")
+    expect(Failure.fromStreamError("S", { message: "upstream failed" })._tag).toBe("LlmServerError")
+  })
+
+  it("scrubs the key where it stands on its own, not inside the words of a placeholder key's message", () => {
+    const key = Redacted.make("sk-live-1234567890")
+    expect(Failure.scrub("bad key sk-live-1234567890, or \"sk-live-1234567890\"", key)).toBe("bad key [redacted], or \"[redacted]\"")
+    expect(Failure.scrub("maximum context length is 163840 tokens", Redacted.make("k"))).toBe("maximum context length is 163840 tokens")
+    expect(Failure.scrub("the key k was refused", Redacted.make("k"))).toBe("the key [redacted] was refused")
+    expect(Failure.scrub("ollama: key EMPTY", Redacted.make("EMPTY"))).toBe("ollama: key [redacted]")
+    expect(Failure.scrub("EMPTYING", Redacted.make("EMPTY"))).toBe("EMPTYING")
   })
 })
