@@ -1,5 +1,6 @@
 import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
+import { AnthropicError } from "@dsh/anthropic"
 import { Agent, TurnResult } from "@dsh/agent"
 import { BashErrors } from "@dsh/bash"
 import { ClusterErrors } from "@dsh/cluster"
@@ -32,7 +33,7 @@ const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly sche
   ...TurnResult.classes,
   ...McpErrors.classes,
   ...PermissionErrors.classes,
-  
+  ...AnthropicError.classes,
   ...DeepSeekError.classes,
   ...OpenAiError.classes,
   ...InvariantErrors.classes,

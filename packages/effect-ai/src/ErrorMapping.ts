@@ -12,6 +12,7 @@
  * | `RateLimitError` | `LlmRateLimitError` | `LLM_RATE_LIMIT` | `retryAfter` becomes `retryAfterMillis` |
  * | `QuotaExhaustedError` | `LlmAuthError` | `LLM_AUTH` | retrying cannot help: the account must be fixed (billing), like bad credentials; a throttling code would make retry layers spin |
  * | `AuthenticationError` | `LlmAuthError` | `LLM_AUTH` | |
+ * | `InvalidRequestError` whose message says the context window was exceeded ("maximum context length is …", "prompt is too long: …") | `LlmContextOverflowError` | `LLM_CONTEXT_OVERFLOW` | the loop compacts the history and asks again; `limit` and `requested` when the words name them |
  * | `InvalidRequestError`, `InvalidUserInputError` | `LlmInvalidRequestError` | `LLM_INVALID_REQUEST` | |
  * | `ContentPolicyError` | `LlmInvalidRequestError` | `LLM_INVALID_REQUEST` | raised when the provider refuses the request's content; the same request fails again (a filtered *answer* is a `content-filter` finish instead) |
  * | `UnsupportedSchemaError`, `ToolConfigurationError`, `ToolkitRequiredError` | `LlmInvalidRequestError` | `LLM_INVALID_REQUEST` | the tools or prompt as sent cannot be used |
@@ -21,7 +22,7 @@
  * | `InvalidResponseError`, `InvalidOutputError`, `StructuredOutputError` | `LlmProtocolError` | `LLM_PROTOCOL` | the provider's answer did not decode |
  * | `ToolNotFoundError`, `ToolParameterValidationError` | `LlmProtocolError` | `LLM_PROTOCOL` | a tool call in the answer broke the protocol (e.g. a provider that parses arguments itself met arguments that are not JSON) |
  * | `InvalidToolResultError`, `ToolResultEncodingError` | `LlmProtocolError` | `LLM_PROTOCOL` | only raised when effect/ai runs tool handlers, which the bridge never lets it do |
- * | `UnknownError` with an HTTP status | by status: 401/403 auth, 429 rate limit, 5xx server, other 4xx invalid request | | |
+ * | `UnknownError` with an HTTP status | by status: 401/402/403 auth, 408 transport, 429 rate limit, 400/413/422 saying the context was exceeded overflow, 5xx server, other 4xx invalid request | | as the native adapters read statuses |
  * | `UnknownError` without a status | `LlmServerError` | `LLM_SERVER` | the provider failed without saying how; treated as its side (retryable), which is the safe guess for an unclassified failure |
  * | a reason this module does not know (a newer effect) | `LlmServerError` | `LLM_SERVER` | same reasoning as `UnknownError` |
  * | a failure that is not an `AiError` | `LlmProtocolError` | `LLM_PROTOCOL` | the provider broke `LanguageModel`'s own error contract |
@@ -66,13 +67,18 @@ const retryAfterMillis = (retryAfter: Duration.Duration | undefined): { readonly
  */
 export const fromStatus = (status: number, message: string, cause?: unknown): LlmError.LlmError => {
   const base = cause === undefined ? { message } : { message, cause }
-  if (status === 401 || status === 403) return new LlmError.LlmAuthError({ ...base, status })
+  if (status === 401 || status === 402 || status === 403) return new LlmError.LlmAuthError({ ...base, status })
+  if (status === 408) return new LlmError.LlmTransportError(base)
   if (status === 429) return new LlmError.LlmRateLimitError(base)
+  if ((status === 400 || status === 413 || status === 422) && LlmError.saysContextOverflow(message)) return overflow(base)
   if (status >= 500) return new LlmError.LlmServerError({ ...base, status })
   if (status >= 400) return new LlmError.LlmInvalidRequestError({ ...base, status })
   // a non-error status reported as a failure: the provider's own protocol went wrong
   return new LlmError.LlmProtocolError({ message: `${message} (HTTP ${status})`, ...(cause === undefined ? {} : { cause }) })
 }
+
+const overflow = (base: { readonly message: string; readonly cause?: unknown }): LlmError.LlmError =>
+  new LlmError.LlmContextOverflowError({ ...base, ...LlmError.overflowCounts(base.message) })
 
 /**
  * Maps an `AiError` reason. `message` defaults to the reason's own message; `cause` to the
@@ -95,6 +101,11 @@ export const fromReason = (
     case "AuthenticationError":
       return new LlmError.LlmAuthError({ ...base, ...withStatus(status) })
     case "InvalidRequestError":
+      // the reason's own words: an effect/ai provider reports an overflow as an invalid request
+      if (LlmError.saysContextOverflow(reason.message) || LlmError.saysContextOverflow(message)) {
+        return overflow({ message, cause })
+      }
+      return new LlmError.LlmInvalidRequestError({ ...base, ...withStatus(status) })
     case "ContentPolicyError":
       return new LlmError.LlmInvalidRequestError({ ...base, ...withStatus(status) })
     case "InvalidUserInputError":

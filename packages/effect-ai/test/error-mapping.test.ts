@@ -117,6 +117,21 @@ describe("AiError → LlmError", () => {
     ])
   })
 
+  it("a request refused for not fitting the context window is an overflow, with the counts its words name", () => {
+    const said = "This model's maximum context length is 128000 tokens. However, you requested 131072 tokens."
+    expect(ErrorMapping.fromReason(new AiError.InvalidRequestError({ description: said }))).toMatchObject({
+      _tag: "LlmContextOverflowError",
+      code: "LLM_CONTEXT_OVERFLOW",
+      limit: 128_000,
+      requested: 131_072
+    })
+    expect(ErrorMapping.fromReason(new AiError.UnknownError({ http: http(400), description: "prompt is too long: 210512 tokens > 200000 maximum" })))
+      .toMatchObject({ _tag: "LlmContextOverflowError", limit: 200_000, requested: 210_512 })
+    // other refusals stay invalid requests
+    expect(ErrorMapping.fromReason(new AiError.InvalidRequestError({ description: "messages must not be empty" }))._tag).toBe("LlmInvalidRequestError")
+    expect(ErrorMapping.fromStatus(413, "request entity too large")._tag).toBe("LlmInvalidRequestError")
+  })
+
   it("a reason of a newer effect is a server error naming it", () => {
     const future = { ...new AiError.UnknownError({}), _tag: "TimeTravelError", message: "too late" }
     const mapped = ErrorMapping.fromReason(future as unknown as AiError.AiErrorReason, "too late")
@@ -148,12 +163,13 @@ describe("AiError → LlmError", () => {
   })
 
   it("statuses of failures that carry nothing else", () => {
-    const tags = [400, 401, 403, 408, 429, 500, 529, 302].map((s) => ErrorMapping.fromStatus(s, "x")._tag)
+    const tags = [400, 401, 402, 403, 408, 429, 500, 529, 302].map((s) => ErrorMapping.fromStatus(s, "x")._tag)
     expect(tags).toStrictEqual([
       "LlmInvalidRequestError",
       "LlmAuthError",
       "LlmAuthError",
-      "LlmInvalidRequestError",
+      "LlmAuthError",
+      "LlmTransportError",
       "LlmRateLimitError",
       "LlmServerError",
       "LlmServerError",

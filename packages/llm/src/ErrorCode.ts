@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
  */
 export const catalog = {
   LLM_AUTH: {
-    meaning: "The provider rejected the credentials (HTTP 401/403) or none were configured.",
+    meaning: "The provider rejected the credentials (HTTP 401/403), or the account cannot pay for the request (HTTP 402, an exhausted quota or billing error); a missing key is LLM_CONFIG, at the Layer's build.",
     raisedBy: "@dsh/llm (LlmAuthError), raised by model adapters"
   },
   LLM_RATE_LIMIT: {
@@ -23,7 +23,7 @@ export const catalog = {
     raisedBy: "@dsh/llm (LlmRateLimitError), raised by model adapters"
   },
   LLM_INVALID_REQUEST: {
-    meaning: "The provider refused the request as malformed (HTTP 400); the message carries the provider's reason.",
+    meaning: "The provider refused the request (HTTP 400, 404, 413, 422 or another 4xx that is not auth, throttling or a context overflow): malformed, an unknown model or endpoint, too large; the message carries the provider's reason.",
     raisedBy: "@dsh/llm (LlmInvalidRequestError), raised by model adapters"
   },
   LLM_CONTEXT_OVERFLOW: {
@@ -188,7 +188,7 @@ export const catalog = {
   },
   LLM_CONFIG: {
     meaning: "A model adapter's Layer was built without a required setting (an API key) or with an invalid one (a malformed base URL); the message says how to set it.",
-    raisedBy: "@dsh/deepseek (DeepSeekConfigError), raised when the DeepSeek adapter's Layer is built"
+    raisedBy: "@dsh/openai (OpenAiConfigError), @dsh/anthropic (AnthropicConfigError), @dsh/deepseek (DeepSeekConfigError), raised when the adapter's Layer is built"
   },
   REPLAY_MISMATCH: {
     meaning: "A replayed model request differs from the recorded session (model, system prompt, tools, settings or derived messages), or goes past the recording; the message names the request, the recorded step and the first difference with expected and actual previews.",
@@ -196,7 +196,7 @@ export const catalog = {
   },
   SCRIPT_EXHAUSTED: {
     meaning: "The scripted test model received more requests than it was scripted to answer.",
-    raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model"
+    raisedBy: "@dsh/model (ScriptExhaustedError), raised by the scripted model as a defect of its stream (a test's script is wrong)"
   },
   TURN_INTERRUPTED: {
     meaning: "A one-call turn sent to an agent on Effect Cluster was taken by a turn that ended before its answer reached the caller (its runner died mid-turn and the turn was closed on resume, or the agent was moved or disposed); the message is in the session log once, `turn` and `reason` say how that turn ended. Send a new message to continue.",

@@ -132,3 +132,40 @@ export const classes = [
  */
 export const isRetryable = (error: LlmError): boolean =>
   error._tag === "LlmRateLimitError" || error._tag === "LlmServerError" || error._tag === "LlmTransportError"
+
+// How servers say a prompt did not fit: OpenAI and OpenRouter ("maximum context length is N
+// tokens. However, you requested M"), DeepSeek and vLLM (the same words), llama.cpp
+// (`exceed_context_size_error`, "exceeds the available context size"), LM Studio ("context
+// length of only N tokens"), Anthropic ("prompt is too long: M tokens > N"), Gemini ("input
+// token count … exceeds the maximum").
+const overflowWords = /context.?length.?exceeded|exceed\w*.?context|context.?window.?exceeded|maximum context length|context (?:size|length|window) (?:exceeded|of only)|exceeds the (?:available )?context|prompt is too long|too many (?:input )?tokens|input token count.*exceeds the maximum/i
+
+/**
+ * Whether a provider's words (an error's message, code or type) say that the request did not
+ * fit the model's context window — for adapters that must tell an overflow, which the loop
+ * compacts for, from any other refused request.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const saysContextOverflow = (words: string): boolean => overflowWords.test(words)
+
+const tokenCount = (text: string, pattern: RegExp): number | undefined => {
+  const match = pattern.exec(text)
+  const n = match === null ? NaN : Number(match[1]!.replaceAll(",", ""))
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined
+}
+
+/**
+ * The token counts an overflow's words name: the window (`limit`) and what the request needed
+ * (`requested`), each only when the words give it — the optional fields of
+ * {@link LlmContextOverflowError}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const overflowCounts = (message: string): { readonly limit?: number; readonly requested?: number } => {
+  const limit = tokenCount(message, /(?:maximum context length is|context (?:length|size|window) of (?:only )?|>)\s*([\d,]+)/i)
+  const requested = tokenCount(message, /(?:you requested (?:about )?|resulted in|prompt is too long:)\s*([\d,]+)/i)
+  return { ...(limit === undefined ? {} : { limit }), ...(requested === undefined ? {} : { requested }) }
+}

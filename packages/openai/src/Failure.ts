@@ -237,20 +237,8 @@ export const retryAfterMillis = (
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
-// How servers say a prompt did not fit: OpenAI and OpenRouter ("maximum context length is N
-// tokens. However, you requested M"), DeepSeek and vLLM (the same words), llama.cpp
-// (`exceed_context_size_error`, "exceeds the available context size"), LM Studio ("context
-// length of only N tokens"), Anthropic through a gateway ("prompt is too long: M tokens > N").
-const overflowWords = /context.?length.?exceeded|exceed\w*.?context|context.?window.?exceeded|maximum context length|context (?:size|length|window) (?:exceeded|of only)|exceeds the (?:available )?context|prompt is too long|too many (?:input )?tokens/i
-
 const isOverflow = (said: Reported): boolean =>
-  [said.code, said.type, said.message].some((value) => Predicate.isString(value) && overflowWords.test(value))
-
-const tokenCount = (text: string, pattern: RegExp): number | undefined => {
-  const match = pattern.exec(text)
-  const n = match === null ? NaN : Number(match[1]!.replaceAll(",", ""))
-  return Number.isSafeInteger(n) && n > 0 ? n : undefined
-}
+  [said.code, said.type, said.message].some((value) => Predicate.isString(value) && LlmError.saysContextOverflow(value))
 
 /**
  * The token counts a context overflow names: the window (`limit`) and what the request needed
@@ -264,10 +252,9 @@ export const overflowCounts = (
   fields: { readonly limit?: unknown; readonly requested?: unknown } = {}
 ): { readonly limit?: number; readonly requested?: number } => {
   const asCount = (value: unknown) => typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined
-  const limit = asCount(fields.limit) ??
-    tokenCount(message, /(?:maximum context length is|context (?:length|size|window) of (?:only )?|>)\s*([\d,]+)/i)
-  const requested = asCount(fields.requested) ??
-    tokenCount(message, /(?:you requested (?:about )?|resulted in|prompt is too long:)\s*([\d,]+)/i)
+  const said = LlmError.overflowCounts(message)
+  const limit = asCount(fields.limit) ?? said.limit
+  const requested = asCount(fields.requested) ?? said.requested
   return { ...(limit === undefined ? {} : { limit }), ...(requested === undefined ? {} : { requested }) }
 }
 
