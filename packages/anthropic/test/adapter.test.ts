@@ -32,6 +32,16 @@ import { apiKey, mismatch, modelLayer, recordingClock, request, run, secret, str
 const env = (vars: Record<string, string>) => ConfigProvider.fromEnv({ env: vars })
 
 describe("configuration", () => {
+  it.effect("a timeout or retry setting that is no duration or count is LLM_CONFIG naming it", () =>
+    Effect.gen(function*() {
+      const refused = (options: Partial<Anthropic.Options>) => Effect.flip(Anthropic.settings({ apiKey, ...options } as Anthropic.Options))
+      const word = yield* refused({ idleTimeout: "soon" as never })
+      expect([word._tag, word.code, word.setting]).toStrictEqual(["AnthropicConfigError", "LLM_CONFIG", "idleTimeout"])
+      expect((yield* refused({ idleTimeout: 0 })).message).toBe("idleTimeout must be longer than zero, got 0")
+      expect((yield* refused({ retry: { maxRetryAfter: "x" as never } })).setting).toBe("retry")
+      expect((yield* refused({ retry: { times: Number.NaN } })).setting).toBe("retry")
+    }))
+
   it.effect("reads the key and base URL from the environment, with defaults", () =>
     Effect.gen(function*() {
       const settings = yield* Anthropic.settings().pipe(

@@ -176,6 +176,29 @@ export const defaultSchedule: Schedule.Schedule<unknown, LlmError.LlmError> = Sc
 
 const configError = (setting: string, message: string) => new OpenAiConfigError({ setting, message })
 
+// Options may come from a config file, past the types: a value that is no duration, or a
+// timeout of zero (every request would time out at once), is refused at the Layer's build.
+const durationSetting = (
+  setting: string,
+  input: Duration.Input,
+  sign: "positive" | "non-negative",
+  name: string = setting
+): Effect.Effect<Duration.Duration, OpenAiConfigError> => {
+  const duration = Duration.fromInput(input)
+  if (Option.isNone(duration)) {
+    return Effect.fail(configError(setting, `${name} must be a duration ("30 seconds", a number of milliseconds), got ${JSON.stringify(input) ?? String(input)}`))
+  }
+  const millis = Duration.toMillis(duration.value)
+  return (sign === "positive" ? millis > 0 : millis >= 0)
+    ? Effect.succeed(duration.value)
+    : Effect.fail(configError(setting, `${name} must be ${sign === "positive" ? "longer than zero" : "zero or more"}, got ${Duration.format(duration.value)}`))
+}
+
+const retryTimes = (times: unknown): Effect.Effect<number, OpenAiConfigError> =>
+  typeof times === "number" && Number.isFinite(times) && times >= 0
+    ? Effect.succeed(Math.floor(times))
+    : Effect.fail(configError("retry", `retry.times must be a whole number of retries, 0 or more, got ${JSON.stringify(times) ?? String(times)}`))
+
 const oneLine = (text: string) => text.replaceAll(/\s*\n\s*/g, " ")
 
 const decodeProfile = Schema.decodeUnknownEffect(Profile.Profile)
@@ -338,11 +361,11 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
       info,
       thinking: options.thinking,
       reasoningEffort: options.reasoningEffort,
-      idleTimeout: Duration.fromInputUnsafe(options.idleTimeout ?? "60 seconds"),
+      idleTimeout: yield* durationSetting("idleTimeout", options.idleTimeout ?? "60 seconds", "positive"),
       retry: {
-        times: Math.max(0, Math.floor(options.retry?.times ?? 2)),
+        times: yield* retryTimes(options.retry?.times ?? 2),
         schedule: options.retry?.schedule ?? defaultSchedule,
-        maxRetryAfter: Duration.fromInputUnsafe(options.retry?.maxRetryAfter ?? "60 seconds")
+        maxRetryAfter: yield* durationSetting("retry", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative", "retry.maxRetryAfter")
       },
       keyHint
     }

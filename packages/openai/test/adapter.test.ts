@@ -14,6 +14,7 @@ import {
   Cause,
   Clock,
   ConfigProvider,
+  Duration,
   Effect,
   Exit,
   Fiber,
@@ -163,6 +164,28 @@ describe("configuration", () => {
       expect(badUrl.message).toBe("The vLLM base URL \"localhost:8000\" is not an http(s) URL (set the baseUrl option, e.g. http://localhost:8000/v1)")
       const badEntry = yield* OpenAiCompat.settings({ profile: "vllm", model: { name: "m", contextWindow: -1 } }).pipe(Effect.flip)
       expect(badEntry.setting).toBe("models")
+    }))
+
+  it.live("timeouts and retries that are no durations or counts (from a config file, past the types) are refused", () =>
+    Effect.gen(function*() {
+      const local = { profile: "vllm", model: "m" } as const
+      const refused = (options: Partial<OpenAiCompat.Options>) =>
+        OpenAiCompat.settings({ ...local, ...options } as OpenAiCompat.Options).pipe(Effect.flip)
+      const word = yield* refused({ idleTimeout: "soon" as never })
+      expect([word._tag, word.code, word.setting, word.message]).toStrictEqual([
+        "OpenAiConfigError",
+        "LLM_CONFIG",
+        "idleTimeout",
+        "idleTimeout must be a duration (\"30 seconds\", a number of milliseconds), got \"soon\""
+      ])
+      const zero = yield* refused({ idleTimeout: 0 })
+      expect([zero.setting, zero.message]).toStrictEqual(["idleTimeout", "idleTimeout must be longer than zero, got 0"])
+      expect((yield* refused({ idleTimeout: -5 })).setting).toBe("idleTimeout")
+      expect((yield* refused({ retry: { maxRetryAfter: "x" as never } })).message).toContain("retry.maxRetryAfter must be a duration")
+      expect((yield* refused({ retry: { times: Number.NaN } })).message).toBe("retry.times must be a whole number of retries, 0 or more, got null")
+      expect((yield* refused({ retry: { times: -1 } })).setting).toBe("retry")
+      const fine = yield* OpenAiCompat.settings({ ...local, idleTimeout: "5 seconds", retry: { times: 0, maxRetryAfter: 0 } })
+      expect([Duration.toMillis(fine.idleTimeout), fine.retry.times, Duration.toMillis(fine.retry.maxRetryAfter)]).toStrictEqual([5000, 0, 0])
     }))
 })
 
