@@ -15,8 +15,10 @@
  * event's `event:` name is not needed (the JSON's `type` says the same), except that an
  * `event: error` whose data is not JSON still reports the error it carries.
  *
- * An `error` event fails with the `LlmError` its type means (`Failure.fromStreamError`:
- * `overloaded_error` → `LlmServerError`, `rate_limit_error` → `LlmRateLimitError`, …).
+ * An `error` event — or a body that is no event stream but Anthropic's error JSON
+ * (`{"type": "error", "error": {…}}`, which proxies send with a 200) — fails with the `LlmError`
+ * its type means (`Failure.fromStreamError`: `overloaded_error` → `LlmServerError`,
+ * `rate_limit_error` → `LlmRateLimitError`, …).
  * Everything else that goes wrong is an `LlmProtocolError`: `data` that is not a JSON object,
  * invalid UTF-8, an event over the size limit, the bytes ending before `message_stop` (the
  * message says how far the answer got), and what the translator refuses.
@@ -66,6 +68,21 @@ export interface Options {
 
 /** How much of the body an "ended before message_stop" error quotes when no event was parsed. */
 const headLength = 200
+const bodyLength = 64 * 1024
+
+/** The `error` of a body that is Anthropic's error JSON, `{"type": "error", "error": {…}}`. */
+const errorBody = (body: string): unknown => {
+  if (!body.trimStart().startsWith("{")) return undefined
+  try {
+    const json: unknown = JSON.parse(body)
+    return typeof json === "object" && json !== null && !Array.isArray(json) && (json as Record<string, unknown>)["type"] === "error" &&
+        typeof (json as Record<string, unknown>)["error"] === "object" && (json as Record<string, unknown>)["error"] !== null
+      ? (json as Record<string, unknown>)["error"]
+      : undefined
+  } catch {
+    return undefined
+  }
+}
 
 // What an `event: error` whose data is not JSON reports: the text itself.
 const parseOrText = (data: string): unknown => {
@@ -93,6 +110,9 @@ export const make = (options: Options = {}): Decoder => {
   let failure: LlmError.LlmError | undefined
   let seen = 0
   let head = ""
+  // a body without any event may be an error as JSON (`{"type": "error", "error": …}`), which a
+  // proxy sends with a 200: kept while no event came, up to what such a body needs
+  let body = ""
 
   const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
 
@@ -128,6 +148,7 @@ export const make = (options: Options = {}): Decoder => {
       return protocol("the response is not valid UTF-8")
     }
     if (head.length < headLength) head += chunk.slice(0, headLength - head.length)
+    if (seen === 0 && body.length < bodyLength) body += chunk.slice(0, bodyLength - body.length)
     output = out
     const tooLarge = parser.feed(chunk)
     if (failure !== undefined) return failure
@@ -142,6 +163,8 @@ export const make = (options: Options = {}): Decoder => {
       return protocol("the response ended inside a UTF-8 character")
     }
     if (seen === 0) {
+      const reported = errorBody(body)
+      if (reported !== undefined) return fromStreamError(provider, reported)
       return protocol(
         head === ""
           ? "the response ended without any event (an empty body)"

@@ -55,6 +55,14 @@ const hostile: ReadonlyArray<readonly [string, ReadonlyArray<Fixture.Write>, Wan
     Fixture.data(Fixture.messageStop)
   ], { finish: "stop" }],
   ["a deep error", [...opening, `data: {"type":"error","error":${deepObject}}\n\n`], { fails: "LLM_SERVER" }],
+  ["a 200 body that is an error as JSON, not events", ['{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'], {
+    fails: "LLM_SERVER",
+    includes: "Overloaded"
+  }],
+  ["a 200 body that is a rate-limit error as JSON, across reads", ['{"type":"error",', '"error":{"type":"rate_limit_error","message":"slow down"}}\n'], {
+    fails: "LLM_RATE_LIMIT"
+  }],
+  ["a 200 body of JSON that is no error", ['{"type":"message","content":[]}'], { fails: "LLM_PROTOCOL", includes: "without any event" }],
   ["a deep event: error that is not an object", [`event: error\ndata: ${deepArray}\n\n`], { fails: "LLM_SERVER" }],
   ["a line of 11 MiB that never ends", [...opening, `data: "${mebibytes11}`], { fails: "LLM_PROTOCOL", includes: "grew beyond" }],
   ["an event of 11 MiB", [...opening, `data: "${mebibytes11}"\n\n`, ...closing], { fails: "LLM_PROTOCOL", includes: "grew beyond" }],
