@@ -44,6 +44,26 @@ describe("dsh sessions", slow, () => {
     ])
   })
 
+  it("a damaged file beside good sessions is named on stderr and left out; the others list and show by a prefix", async () => {
+    const home = makeHome()
+    const good = await record(home, "What is a monad?", text("A monoid."))
+    writeFileSync(join(home.sessions, "20261202-000000-bbbb.jsonl"), "garbage\n")
+    writeFileSync(join(home.sessions, "20261202-000001-cccc.jsonl"), "")
+    const table = await dsh(home, ["sessions", "list"])
+    expect(table.status).toBe(0)
+    expect(table.stdout.trimEnd().split("\n").slice(1).map((row) => row.split(/\s{2,}/)[0])).toStrictEqual([good])
+    expect(table.stderr).toContain("left out of the listing: ")
+    expect(table.stderr).toContain("20261202-000000-bbbb.jsonl")
+    expect(table.stderr).toContain("20261202-000001-cccc.jsonl")
+    expect(table.stderr).toContain("CORRUPT_LOG")
+    const shown = await dsh(home, ["sessions", "show", good.slice(0, 18)])
+    expect(shown.status).toBe(0)
+    expect(shown.stdout).toContain("What is a monad?")
+    // the damaged one itself, named in full, is still its CORRUPT_LOG
+    const damaged = await dsh(home, ["sessions", "show", "20261202-000000-bbbb"])
+    expect([damaged.status, damaged.stderr]).toMatchObject([1, expect.stringContaining("CORRUPT_LOG")])
+  })
+
   it("show: the conversation from the log (by a unique prefix of the id); --json: its events", async () => {
     const home = makeHome()
     const id = await record(home, "Look it up", [toolCall("lookup", { q: "monads" }, { say: "Let me look." }), text("Not found.")])

@@ -622,19 +622,35 @@ const scan = (file: string, id: string) =>
   }))
 
 /**
- * The sessions of a directory (every `*.jsonl` file), sorted by id, with their sizes, event
- * counts and last activity. Only the header and the last complete line are decoded —
- * {@link load} checks every line — and about those two it agrees with {@link load}: a file
- * without a valid header (or whose header names another session than its file name), or whose
- * last complete line is not the event its position says, is a `CorruptLogError`, not skipped
- * or counted as torn.
+ * A session file of a directory that {@link survey} could not read: its header or last complete
+ * line does not decode (`CorruptLogError`), or it cannot be read at all (`PersistenceError`: a
+ * directory named like a session file, no permission).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Unreadable {
+  readonly id: string
+  readonly file: string
+  readonly error: PersistenceError | CorruptLogError
+}
+
+/**
+ * Every session file of a directory, each read as {@link list} reads it: those that read, sorted
+ * by id, and those that do not, each with its error, so that one damaged file does not hide the
+ * others (what a listing for a person needs). Fails only when the directory itself cannot be
+ * listed.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const list = (
+export const survey = (
   directory: string
-): Effect.Effect<ReadonlyArray<Entry>, PersistenceError | CorruptLogError, FileSystem.FileSystem | Path.Path> =>
+): Effect.Effect<
+  { readonly entries: ReadonlyArray<Entry>; readonly unreadable: ReadonlyArray<Unreadable> },
+  PersistenceError,
+  FileSystem.FileSystem | Path.Path
+> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
@@ -643,9 +659,34 @@ export const list = (
       const id = idOfFileName(name)
       return id === undefined ? [] : [{ id, file: path.join(directory, name) }]
     })
-    const entries = yield* Effect.forEach(files, ({ file, id }) => scan(file, id), { concurrency: 4 })
-    return entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    const scanned = yield* Effect.forEach(files, ({ file, id }) => Effect.result(scan(file, id)), { concurrency: 4 })
+    const entries: Array<Entry> = []
+    const unreadable: Array<Unreadable> = []
+    scanned.forEach((result, i) => {
+      if (Result.isSuccess(result)) entries.push(result.success)
+      else unreadable.push({ id: files[i]!.id, file: files[i]!.file, error: result.failure })
+    })
+    const byId = (a: { readonly id: string }, b: { readonly id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    return { entries: entries.sort(byId), unreadable: unreadable.sort(byId) }
   })
+
+/**
+ * The sessions of a directory (every `*.jsonl` file), sorted by id, with their sizes, event
+ * counts and last activity. Only the header and the last complete line are decoded —
+ * {@link load} checks every line — and about those two it agrees with {@link load}: a file
+ * without a valid header (or whose header names another session than its file name), or whose
+ * last complete line is not the event its position says, is a `CorruptLogError`, not skipped
+ * or counted as torn (the first such file by id; {@link survey} reports every one and lists the
+ * rest).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const list = (
+  directory: string
+): Effect.Effect<ReadonlyArray<Entry>, PersistenceError | CorruptLogError, FileSystem.FileSystem | Path.Path> =>
+  Effect.flatMap(survey(directory), ({ entries, unreadable }) =>
+    unreadable.length === 0 ? Effect.succeed(entries) : Effect.fail(unreadable[0]!.error))
 
 // ---------------------------------------------------------------------------------------------
 // the layer

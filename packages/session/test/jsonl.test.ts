@@ -497,6 +497,22 @@ describe("JsonlSessions: load", () => {
       ))
   }
 
+  it.effect("survey lists the files that read and names each that does not, with its error", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const c = corruptCases.find((c) => c.listed === true)!
+        writeFileSync(join(directory, "bad.jsonl"), c.content)
+        writeFileSync(join(directory, "empty.jsonl"), "")
+        const layer = Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)
+        const { entries, unreadable } = yield* JsonlSessions.survey(directory).pipe(Effect.provide(layer))
+        expect(entries).toStrictEqual([])
+        expect(unreadable.map((u) => [u.id, u.error.code])).toStrictEqual([["bad", "CORRUPT_LOG"], ["empty", "CORRUPT_LOG"]])
+        // list fails with the first of them, as before
+        const error = yield* Effect.flip(JsonlSessions.list(directory).pipe(Effect.provide(layer)))
+        expect(error).toStrictEqual(unreadable[0]!.error)
+      })
+    ))
+
   it.effect("a file whose header names another session is CORRUPT_LOG", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {

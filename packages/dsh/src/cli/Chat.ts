@@ -334,8 +334,9 @@ export const onEvent = (context: Context, event: SessionEvent.SessionEvent): voi
       endStream(context)
       state.calls.set(event.data.callId, { name: event.data.name, time: event.time })
       screen.line(Render.toolCall(event.data, style, { columns: process.stdout.columns }))
-      state.shown.get(event.data.callId)?.()
-      return setPhase(context, `running ${event.data.name}`)
+      // the phase first: showing the call wakes its permission question, whose phase must win
+      setPhase(context, `running ${event.data.name}`)
+      return state.shown.get(event.data.callId)?.()
     case "tool/result": {
       const call = state.calls.get(event.data.callId)
       state.calls.delete(event.data.callId)
@@ -426,7 +427,8 @@ const help = [
   "  /resume <id>    continue a session (an id or a unique prefix)",
   "  /compact        summarize the older turns now (the newest stay verbatim)",
   "  /usage          this session's usage",
-  "  /exit           leave (Ctrl-D too)"
+  "  /help           this help",
+  "  /exit, /quit    leave (Ctrl-D too)"
 ].join("\n")
 
 const usageReport = (state: State): string =>
@@ -439,7 +441,7 @@ const slash = (context: Context, agent: Agent.Agent, line: string) =>
     const argument = rest.join(" ")
     const { settings, state } = context
     const idleOnly = () => {
-      note(context, `(${name} waits for the turn to end; Ctrl-C aborts it)`)
+      note(context, `(${name} works only between turns: type it again once this one ends; Ctrl-C aborts it)`)
       return undefined
     }
     switch (name) {

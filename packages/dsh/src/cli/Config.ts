@@ -351,7 +351,7 @@ export const decodeFile = (text: string, source: string): Result.Result<File, Co
   const field = fieldOf(issues[0]?.path as ReadonlyArray<PropertyKey> | undefined)
   return Result.fail(
     new ConfigInvalidError({
-      message: `${source} is invalid: ${lines.join("; ")} (see \`dsh --help\` and the dsh README for the fields)`,
+      message: `${source} is invalid: ${lines.join("; ")} (the fields are in docs/cli.md, Configuration)`,
       field,
       source
     })

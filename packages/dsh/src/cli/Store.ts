@@ -76,7 +76,11 @@ export const list = (
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     if (!(yield* fs.exists(directory).pipe(Effect.orElseSucceed(() => false)))) return []
-    const entries = yield* JsonlSessions.list(directory)
+    // one damaged file must not hide every other session: it is named, and left out
+    const { entries, unreadable } = yield* JsonlSessions.survey(directory)
+    for (const { error } of unreadable) {
+      yield* Effect.logWarning(`left out of the listing: ${error.message} (${error.code}; move the file aside)`)
+    }
     const listed = yield* Effect.forEach(
       entries,
       (entry) => Effect.map(firstMessage(entry.file), (first): Listed => ({ ...entry, firstMessage: first })),
