@@ -42,13 +42,14 @@
  *   - a **deny** or **ask** rule restricts, so it matches when **any** command of the line,
  *     those inside substitutions included, matches one of its patterns, looking past leading
  *     assignments, reserved words (`if`, `then`, `do`, `!`, `{`, …) and the wrappers `sudo`,
- *     `doas`, `env`, `command`, `builtin`, `exec`, `nohup`, `nice`, `xargs`, `time` with their
- *     options, taking `/bin/rm` as `rm`, and reading the lines `eval …` and `sh -c '…'`
+ *     `doas`, `env`, `command`, `builtin`, `exec`, `nohup`, `nice`, `xargs`, `time` (by name or
+ *     path: `/usr/bin/env`) with their options and the values options take (`nice -n 19`,
+ *     `sudo -u root`, `xargs -n 1`), taking `/bin/rm` as `rm`, and reading the lines `eval …` and `sh -c '…'`
  *     (`bash`, `zsh`, `dash`, `ksh` too) run, 8 levels deep. So `"rm"` denies
  *     `ls && sudo rm -rf build`, `echo $(rm x)` and `bash -c "rm x"`. A line the policy cannot
  *     read to the end (nested too deeply) matches every deny and ask rule.
  *   Command rules read what the line says, not what it does: a script, an alias, `find
- *   -delete`, `python -c` or `sudo -u root rm` are not `rm` to them. They keep a model to the
+ *   -delete`, `python -c` or `env -S 'rm x'` are not `rm` to them. They keep a model to the
  *   commands you expect; a sandbox is what contains a command.
  * - `path`: for tools with a `path` string argument (`read`, `write`, `edit`, `list`, `glob`,
  *   `search`). A glob: `*` is any run of characters within a path segment (dotfiles

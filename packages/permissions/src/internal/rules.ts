@@ -187,6 +187,17 @@ const stringArgument = (args: Schema.Json, key: string): string | undefined => {
 // Words that come before the command they run: broad matching looks past them.
 const reserved = new Set(["!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time", "coproc"])
 const wrappers = new Set(["sudo", "doas", "env", "command", "builtin", "exec", "nohup", "nice", "xargs", "time"])
+// The options of each wrapper that take the next word as their value (`nice -n 19 rm`): that
+// word is not the command.
+const valueOptions: Readonly<Record<string, ReadonlySet<string>>> = {
+  sudo: new Set(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R"]),
+  doas: new Set(["-u", "-C"]),
+  env: new Set(["-u", "-C", "-S", "--unset", "--chdir", "--split-string"]),
+  nice: new Set(["-n", "--adjustment"]),
+  xargs: new Set(["-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-lines", "--max-procs", "--max-chars", "--replace"]),
+  time: new Set(["-f", "-o", "--format", "--output"]),
+  exec: new Set(["-a"])
+}
 const shells = new Set(["sh", "bash", "zsh", "dash", "ksh"])
 
 const basename = (word: string): string => word.slice(word.lastIndexOf("/") + 1)
@@ -203,12 +214,17 @@ const commandStarts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> 
   const next: Array<number> = Array.from({ length: words.length + 1 }, () => words.length)
   for (let i = words.length - 1; i >= 0; i--) {
     const text = words[i]!.text
-    if (assignment.test(text) || reserved.has(text)) next[i] = next[i + 1]!
-    else if (wrappers.has(text)) {
+    // a wrapper first (`time -p rm`: `time` is a reserved word too), by its name (`/usr/bin/env`)
+    const wrapper = basename(text)
+    if (wrappers.has(wrapper)) {
+      const takesValue = valueOptions[wrapper]
       let j = i + 1
-      while (j < words.length && words[j]!.text.startsWith("-")) j++
-      next[i] = next[j]!
-    } else next[i] = i
+      while (j < words.length && words[j]!.text.startsWith("-")) {
+        j += takesValue?.has(words[j]!.text) === true ? 2 : 1
+      }
+      next[i] = next[Math.min(j, words.length)]!
+    } else if (assignment.test(text) || reserved.has(text)) next[i] = next[i + 1]!
+    else next[i] = i
   }
   return next
 }
