@@ -237,12 +237,13 @@ export const make = (
       Effect.uninterruptible(Effect.gen(function*() {
         const owner = yield* ownerOf
         const cwd = cwdOf(options.cwd)
-        const id = `job-${++jobCount}`
         const processScope = yield* Scope.make()
         const handle = yield* spawn(spawner, settings, options, cwd).pipe(
           Scope.provide(processScope),
           Effect.tapError(() => Scope.close(processScope, Exit.void))
         )
+        // numbered once it runs: a start that failed takes no id
+        const id = `job-${++jobCount}`
         const files = yield* Scope.make()
         const call = yield* ToolContext.current
         const job: Jobs.JobState = {

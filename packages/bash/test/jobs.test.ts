@@ -220,5 +220,8 @@ describe("background jobs", () => {
       const error = yield* service.start({ command: "true", cwd: join(dir, "missing") }).pipe(Effect.flip)
       expect(error.code).toBe("COMMAND_FAILED")
       expect(yield* service.jobs).toStrictEqual([])
+      // nor an id: the next job that runs is the first
+      const job = yield* service.start({ command: "true", cwd: dir })
+      expect(job.id).toBe("job-1")
     }).pipe(Effect.provide(Layer_)))
 })

@@ -143,7 +143,11 @@ export const defaultLimits: Limits = {
 export interface Options {
   /** The servers, by name: the name prefixes their tools (`<name>__<tool>`, see `McpNames`). */
   readonly servers: Readonly<Record<string, ServerConfig>>
-  /** How long starting a server (handshake and tool listing) may take. 30 seconds by default. */
+  /**
+   * How long starting a server (handshake and tool listing) may take. 30 seconds by default.
+   * The Layer fails after it plus the time taken to stop the server: a stdio server that ignores
+   * its input closing is stopped by signals, a few seconds more.
+   */
   readonly connectTimeout?: Duration.Input | undefined
   readonly limits?: Partial<Limits> | undefined
 }
