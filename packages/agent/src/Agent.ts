@@ -142,7 +142,9 @@ export interface Agent {
    * turn that did not answer fails with a typed error: the turn's own failure (its `LlmError`,
    * `MiddlewareError`, …, `TurnDefectError` for a bug), `TurnAbortedError`, `TurnLimitError`,
    * `InvalidOutputError`, or `AgentDisposedError` when the agent was disposed first.
-   * Interrupting `run` aborts its turn (or drops its message if no turn took it yet).
+   * Interrupting `run` aborts its turn (or drops its message if no turn took it yet). Called
+   * from inside the agent's own turn (a tool, a listener), which it would wait for, it fails
+   * at once with `InvalidInputError`; `send` queues a message from there.
    */
   readonly run: {
     <A>(
@@ -226,8 +228,9 @@ export interface Options {
   readonly maxInvalidArgs?: number
   /**
    * How long an abort (or the agent's disposal) waits for the interrupted work to stop before
-   * it detaches it and ends the turn anyway; 2 seconds by default. Measured on Effect's
-   * `Clock` (under `TestClock`, advance it to let the grace pass).
+   * it detaches it and ends the turn anyway; 2 seconds by default, zero or more (anything else
+   * is `InvalidInputError` at creation). Measured on Effect's `Clock` (under `TestClock`,
+   * advance it to let the grace pass).
    */
   readonly abortGrace?: Duration.Input
   readonly temperature?: number

@@ -147,9 +147,30 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
   if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
   count("maxSteps", options.maxSteps, 1)
   count("maxInvalidArgs", options.maxInvalidArgs, 1)
+  if (options.abortGrace !== undefined) {
+    const grace = Duration.fromInput(options.abortGrace)
+    // a NaN reads as a zero duration: refused with the rest
+    const millis = Option.isSome(grace) && !Number.isNaN(options.abortGrace) ? Duration.toMillis(grace.value) : NaN
+    if (!(millis >= 0)) problems.push(`abortGrace must be a duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
+  }
   problems.push(...compactionProblems(options.compaction))
+  problems.push(...seedProblems(options.session))
   if (problems.length === 0) return Effect.void
   return Effect.fail(new InvalidInputError({ message: `agent ${agentId} was not created: ${problems.join("; ")}`, agentId }))
+}
+
+/** What is wrong with a seed log: it must be events counting from seq 0 with no gap (the session's own check throws). */
+const seedProblems = (source: Agent.SessionSource | undefined): ReadonlyArray<string> => {
+  if (source === undefined || !("seed" in source)) return []
+  const seed: unknown = source.seed
+  if (!Array.isArray(seed)) return [`session.seed must be an array of session events, got ${HarnessError.describe(seed)}`]
+  const at = seed.findIndex((event: unknown, i) =>
+    typeof event !== "object" || event === null || (event as { seq?: unknown }).seq !== i ||
+    typeof (event as { type?: unknown }).type !== "string")
+  if (at === -1) return []
+  const event: unknown = seed[at]
+  const seq = typeof event === "object" && event !== null ? (event as { seq?: unknown }).seq : undefined
+  return [`session.seed must be session events counting from seq 0 with no gap: event ${at} ${seq === at ? "has no type" : `has seq ${HarnessError.describe(seq)}`}`]
 }
 
 /** The session an agent starts on: created in the store (fresh, seeded or forked), or an open one to resume. */

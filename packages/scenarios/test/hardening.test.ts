@@ -226,6 +226,49 @@ describe("#13.3 abort returns within the grace, whatever does not cooperate", ()
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "quit", arguments: {} }])] }))))
 })
 
+describe("a call from inside the agent that would wait for its own turn", () => {
+  it.effect("run() from the agent's own tool is INVALID_INPUT at once, not a turn that waits for itself", () =>
+    Effect.gen(function*() {
+      const holder: { agent?: { readonly run: (input: string) => Effect.Effect<unknown, { readonly code: string; readonly message: string }> } } = {}
+      const nested = Tool.make("nested", {
+        description: "Runs its own agent",
+        parameters: Schema.Struct({}),
+        execute: () =>
+          Effect.suspend(() => holder.agent!.run("inner")).pipe(
+            Effect.match({ onFailure: (error) => `${error.code}: ${error.message}`, onSuccess: () => "it ran" })
+          )
+      })
+      yield* register(nested)
+      const agent = yield* create()
+      holder.agent = agent
+      yield* run(agent, "nest")
+      const results = (yield* agent.session.events).filter((e) => e.type === "tool/result")
+      expect(JSON.stringify(results[0]?.data)).toContain("INVALID_INPUT: agent")
+      expect(JSON.stringify(results[0]?.data)).toContain("run() was called from inside the agent's own turn")
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "nested", arguments: {} }]), reply.text("done")] }))))
+})
+
+describe("options a type cannot check are refused at creation, each named", () => {
+  it.effect("an abortGrace that is no duration, or negative, and a seed that does not count from 0: INVALID_INPUT", () =>
+    Effect.gen(function*() {
+      const refused = (options: Record<string, unknown>) => Effect.flip(create(options as never))
+      const word = yield* refused({ abortGrace: "2 sec" })
+      expect(word).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+      expect(word.message).toContain("abortGrace must be a duration of zero or more")
+      expect((yield* refused({ abortGrace: -1 })).message).toContain("abortGrace")
+      expect((yield* refused({ abortGrace: Number.NaN })).message).toContain("abortGrace")
+      const agent = yield* create()
+      yield* run(agent, "hello")
+      const events = yield* agent.session.events
+      const gap = yield* refused({ session: { seed: events.slice(3) } })
+      expect(gap).toMatchObject({ code: "INVALID_INPUT" })
+      expect(gap.message).toContain("session.seed must be session events counting from seq 0 with no gap: event 0 has seq 3")
+      expect((yield* refused({ session: { seed: [{ type: "foo" }] } })).message).toContain("event 0 has seq undefined")
+      expect((yield* refused({ session: { seed: "nope" } })).message).toContain("session.seed must be an array")
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
+})
+
 describe("#13.4 an abort right after send applies to the turn the send started", () => {
   it.effect("the turn logs the message and ends aborted before any step; a 10-second tool never runs", () =>
     Effect.gen(function*() {

@@ -142,6 +142,19 @@ const abort = Effect.fnUntraced(function*(env: Env, state: AgentState, reason: s
   yield* Deferred.await(run.settled)
 })
 
+/**
+ * Refuses a call that waits for a turn of this agent when made from inside one (a tool, a
+ * listener): that turn cannot start before the one the caller runs in ends.
+ */
+const refuseInside = Effect.fnUntraced(function*(env: Env, call: string): Effect.fn.Return<void, InvalidInputError> {
+  if (!(yield* InsideAgents).has(env.agentId)) return
+  return yield* new InvalidInputError({
+    message: `agent ${env.agentId}: ${call} was called from inside the agent's own turn (a tool or a listener), ` +
+      "which would wait for itself; call send() to queue the message for the next turn, or call it from outside",
+    agentId: env.agentId
+  })
+})
+
 /** The handle of an agent. */
 export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   id: env.agentId,
@@ -149,7 +162,7 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   send: (input, options) => enqueue(env, state, input, options, "send"),
   run: ((input: Agent.Input, options?: TurnResult.RunOptions<unknown>) =>
     Effect.flatMap(
-      Effect.suspend(() => contentOf(env, input, options)),
+      Effect.andThen(refuseInside(env, "run()"), Effect.suspend(() => contentOf(env, input, options))),
       (content) => run(env, state, content, options, (pending) => queueUnlessDisposed(env, state, pending))
     )) as Agent.Agent["run"],
   steer: (input, options) => enqueue(env, state, input, options, "steer"),
