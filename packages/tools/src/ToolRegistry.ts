@@ -38,7 +38,7 @@
  *
  * @since 0.1.0
  */
-import { Content, ErrorCode, type HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { Content, ErrorCode, HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -221,7 +221,7 @@ const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.E
   // apply; the registering context supplies the services the tool requires.
   // Each call gets its own Scope: what a body acquires is released when the call ends, also
   // on a timeout or an interruption, never at the end of the registration.
-  const body: Effect.Effect<Tool.Output, unknown> = Effect.scoped(Effect.suspend(() => entry.tool.execute(args))).pipe(
+  const body: Effect.Effect<Tool.Output, unknown> = Effect.scoped(Effect.suspend(() => effectOf(name, entry.tool.execute(args)))).pipe(
     Effect.updateContext((context: Context.Context<never>) => Context.merge(entry.context, context))
   )
   const onFailure = (cause: Cause.Cause<unknown>) => ToolResult.failure(call, bodyFailure(name, cause))
@@ -244,6 +244,16 @@ const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.E
     onFailure
   })
 }
+
+// A body written past the types (JavaScript, a cast) may return a value, not an Effect: the
+// fiber would die on it and take the turn with it, so it is the tool failing instead.
+const effectOf = (name: string, returned: unknown): Effect.Effect<Tool.Output, unknown> =>
+  Effect.isEffect(returned)
+    ? returned as Effect.Effect<Tool.Output, unknown>
+    : Effect.fail(new ToolFailedError({
+      tool: name,
+      message: `Tool "${name}" failed: its execute returned ${HarnessError.describe(returned)}, not an Effect (wrap a value in Effect.succeed)`
+    }))
 
 const isContent = Schema.is(Content.ToolResultContent)
 

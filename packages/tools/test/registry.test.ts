@@ -290,11 +290,20 @@ describe("ToolRegistry.execute", () => {
       expect(yield* execute(call("weird", ""))).toStrictEqual(
         failed("call-1", `Tool "weird" failed: it returned neither text nor content blocks`, "ToolFailedError", "TOOL_FAILED")
       )
+      expect(yield* execute(call("plain", ""))).toStrictEqual(
+        failed(
+          "call-1",
+          `Tool "plain" failed: its execute returned plain string, not an Effect (wrap a value in Effect.succeed)`,
+          "ToolFailedError",
+          "TOOL_FAILED"
+        )
+      )
     }).pipe(
       Effect.provide(
         registryWith(
           simple("liar", () => Effect.fail({ oops: true } as unknown as ToolErrors.ToolFailedError)),
-          simple("weird", () => Effect.succeed(42 as unknown as string))
+          simple("weird", () => Effect.succeed(42 as unknown as string)),
+          simple("plain", () => "plain string" as unknown as Effect.Effect<string>)
         )
       )
     ))
