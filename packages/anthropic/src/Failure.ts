@@ -76,19 +76,8 @@ export const quote = (value: unknown, length = 120): string => {
  * @category utils
  */
 export const scrub = (text: string, apiKey: Redacted.Redacted<string>): string => {
-  const key = Redacted.value(apiKey)
-  if (key.length === 0) return text
-  let scrubbed = ""
-  let from = 0
-  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + 1)) {
-    if (at < from || partOfWord(text, at - 1) || partOfWord(text, at + key.length)) continue
-    scrubbed += `${text.slice(from, at)}[redacted]`
-    from = at + key.length
-  }
-  return scrubbed + text.slice(from)
+  return LlmError.scrubKey(text, Redacted.value(apiKey))
 }
-
-const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.length && /[\w-]/.test(text[at]!)
 
 /**
  * The same error with the key scrubbed from its message (the error itself when the key is not

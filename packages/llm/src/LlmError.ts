@@ -169,3 +169,26 @@ export const overflowCounts = (message: string): { readonly limit?: number; read
   const requested = tokenCount(message, /(?:you requested (?:about )?|resulted in|prompt is too long:)\s*([\d,]+)/i)
   return { ...(limit === undefined ? {} : { limit }), ...(requested === undefined ? {} : { requested }) }
 }
+
+/**
+ * A text with every occurrence of an API key that stands on its own replaced by
+ * `[redacted]`: not inside a longer word, so that a placeholder key (`EMPTY`, `k`) does not
+ * mangle the words of a message. For adapters, whose messages are built from a provider's words
+ * and network errors, neither of which should hold the key.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const scrubKey = (text: string, key: string): string => {
+  if (key.length === 0) return text
+  let scrubbed = ""
+  let from = 0
+  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + 1)) {
+    if (at < from || partOfWord(text, at - 1) || partOfWord(text, at + key.length)) continue
+    scrubbed += `${text.slice(from, at)}[redacted]`
+    from = at + key.length
+  }
+  return scrubbed + text.slice(from)
+}
+
+const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.length && /[\w-]/.test(text[at]!)

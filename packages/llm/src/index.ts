@@ -8,6 +8,8 @@
  */
 
 /** @since 0.1.0 */
+export * as AdapterSettings from "./AdapterSettings.ts"
+/** @since 0.1.0 */
 export * as Assembler from "./Assembler.ts"
 /** @since 0.1.0 */
 export * as Content from "./Content.ts"

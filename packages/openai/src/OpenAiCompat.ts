@@ -57,7 +57,7 @@
  *
  * @since 0.1.0
  */
-import { LlmError, type ModelInfo, type ModelRequest } from "@dsh/llm"
+import { AdapterSettings, LlmError, type ModelInfo, type ModelRequest } from "@dsh/llm"
 import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Config from "effect/Config"
@@ -66,6 +66,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Sink from "effect/Sink"
@@ -176,28 +177,9 @@ export const defaultSchedule: Schedule.Schedule<unknown, LlmError.LlmError> = Sc
 
 const configError = (setting: string, message: string) => new OpenAiConfigError({ setting, message })
 
-// Options may come from a config file, past the types: a value that is no duration, or a
-// timeout of zero (every request would time out at once), is refused at the Layer's build.
-const durationSetting = (
-  setting: string,
-  input: Duration.Input,
-  sign: "positive" | "non-negative",
-  name: string = setting
-): Effect.Effect<Duration.Duration, OpenAiConfigError> => {
-  const duration = Duration.fromInput(input)
-  if (Option.isNone(duration)) {
-    return Effect.fail(configError(setting, `${name} must be a duration ("30 seconds", a number of milliseconds), got ${JSON.stringify(input) ?? String(input)}`))
-  }
-  const millis = Duration.toMillis(duration.value)
-  return (sign === "positive" ? millis > 0 : millis >= 0)
-    ? Effect.succeed(duration.value)
-    : Effect.fail(configError(setting, `${name} must be ${sign === "positive" ? "longer than zero" : "zero or more"}, got ${Duration.format(duration.value)}`))
-}
-
-const retryTimes = (times: unknown): Effect.Effect<number, OpenAiConfigError> =>
-  typeof times === "number" && Number.isFinite(times) && times >= 0
-    ? Effect.succeed(Math.floor(times))
-    : Effect.fail(configError("retry", `retry.times must be a whole number of retries, 0 or more, got ${JSON.stringify(times) ?? String(times)}`))
+// Options may come from a config file, past the types (`AdapterSettings`).
+const checked = <A>(setting: string, result: Result.Result<A, string>): Effect.Effect<A, OpenAiConfigError> =>
+  Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(configError(setting, result.failure))
 
 const oneLine = (text: string) => text.replaceAll(/\s*\n\s*/g, " ")
 
@@ -361,11 +343,14 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
       info,
       thinking: options.thinking,
       reasoningEffort: options.reasoningEffort,
-      idleTimeout: yield* durationSetting("idleTimeout", options.idleTimeout ?? "60 seconds", "positive"),
+      idleTimeout: yield* checked("idleTimeout", AdapterSettings.duration("idleTimeout", options.idleTimeout ?? "60 seconds", "positive")),
       retry: {
-        times: yield* retryTimes(options.retry?.times ?? 2),
+        times: yield* checked("retry", AdapterSettings.retryCount("retry.times", options.retry?.times ?? 2)),
         schedule: options.retry?.schedule ?? defaultSchedule,
-        maxRetryAfter: yield* durationSetting("retry", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative", "retry.maxRetryAfter")
+        maxRetryAfter: yield* checked(
+          "retry",
+          AdapterSettings.duration("retry.maxRetryAfter", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative")
+        )
       },
       keyHint
     }

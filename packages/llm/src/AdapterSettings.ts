@@ -1,0 +1,44 @@
+/**
+ * Checks of a model adapter's settings that a config file can get past the types: a duration
+ * that is no duration, a timeout of zero, a retry count that is no count. Each check gives the
+ * value or the problem in words naming the setting; the adapter raises its own config error
+ * (`LLM_CONFIG`) with them when its Layer is built.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+
+/**
+ * A duration setting: `positive` (a timeout: zero would fail every request at once) or
+ * `non-negative`. `Infinity` is a duration (off).
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const duration = (
+  name: string,
+  input: Duration.Input,
+  sign: "positive" | "non-negative"
+): Result.Result<Duration.Duration, string> => {
+  const duration = Option.filter(Duration.fromInput(input), () => !Number.isNaN(input))
+  if (Option.isNone(duration)) {
+    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got ${JSON.stringify(input) ?? String(input)}`)
+  }
+  const millis = Duration.toMillis(duration.value)
+  return (sign === "positive" ? millis > 0 : millis >= 0)
+    ? Result.succeed(duration.value)
+    : Result.fail(`${name} must be ${sign === "positive" ? "longer than zero" : "zero or more"}, got ${Duration.format(duration.value)}`)
+}
+
+/**
+ * A retry count: a finite number, 0 or more (0 turns retries off), rounded down.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const retryCount = (name: string, times: unknown): Result.Result<number, string> =>
+  typeof times === "number" && Number.isFinite(times) && times >= 0
+    ? Result.succeed(Math.floor(times))
+    : Result.fail(`${name} must be a whole number of retries, 0 or more, got ${JSON.stringify(times) ?? String(times)}`)
