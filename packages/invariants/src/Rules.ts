@@ -38,7 +38,7 @@ export const rules = {
   "calls-answered": "Every tool call of an assistant message has exactly one `tool/result` before its step ends, and so before its turn ends.",
   "status-transition": "An agent's status starts `idle` and moves idle ↔ running or idle|running → disposed; nothing leaves disposed; no status repeats.",
   "status-matches-turns": "Once a log records agent statuses, a turn starts only while the agent is `running`, and no status changes while a turn is open.",
-  "nothing-after-disposed": "After an agent is disposed, no event is appended for it: the next event, if any, is a new agent's first status.",
+  "nothing-after-disposed": "After an agent is disposed, no event is appended for it: the next event, if any, is a new agent's first status (`idle`; the id may be the disposed agent's, created again).",
   "compaction-between-steps": "`compaction/applied` and `compaction/failed` occur outside any open step: between a turn's steps or between turns.",
   "compaction-range": "A summary's `through` is the seq of a `turn/end` after the previous summary's `through`, and its `from` is the seq right after that (0 for the first); a prune names `tool/result` events of ended turns, by seq and call id, not summarized or pruned already.",
   "compacted-history-valid": "After each `compaction/applied`, the history derived from the log is one a provider accepts: every tool call answered right after its message, no result without its call (checked by the `Invariants` layer, which derives the history there)."
@@ -237,10 +237,14 @@ class RuleChecker implements Checker {
     const isStatus = event.type === "agent/status"
     if (this.disposedAgent !== undefined) {
       const agent = isStatus ? String(data["agentId"]) : undefined
-      if (!isStatus || agent === this.disposedAgent || this.statuses.has(agent!)) {
-        this.violate(event, "nothing-after-disposed", `${event.type} appended after agent ${this.disposedAgent} was disposed`)
-      } else {
+      const before = agent === undefined ? undefined : this.statuses.get(agent)
+      // a new agent's first status; its id may be one whose agent was disposed (an agent created
+      // again under a fixed id, as a resumed session's is), which starts a new life
+      if (isStatus && (before === undefined || (before === "disposed" && data["status"] === "idle"))) {
         this.disposedAgent = undefined
+        this.statuses.delete(agent!)
+      } else {
+        this.violate(event, "nothing-after-disposed", `${event.type} appended after agent ${this.disposedAgent} was disposed`)
       }
     }
 

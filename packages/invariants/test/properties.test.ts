@@ -89,6 +89,14 @@ const verdict = (es: ReadonlyArray<SessionEvent.SessionEvent>, m: Mutation): Ver
     if (se?.status === "disposed" && sf !== undefined && sf.agent !== se.agent) {
       return m.at + 2 < es.length ? "detected" : "gap"
     }
+    // (idle, disposed) of one agent that had run swapped: disposed, then the same id idle again is
+    // an agent created again under that id (a new life), and what followed the disposal follows it
+    if (
+      se?.status === "idle" && sf?.status === "disposed" && se.agent === sf.agent &&
+      es.slice(0, m.at).some((x) => statusOf(x)?.agent === se.agent)
+    ) {
+      return m.at + 2 < es.length ? "gap" : "valid"
+    }
     return "detected"
   }
   if (!structural.has(e.type)) return undefined

@@ -347,7 +347,7 @@ const breaking: ReadonlyArray<Breaking> = [
   breaks("status-transition", "idle repeats", [idle], idle),
   breaks("status-transition", "running repeats", [idle, running], running),
   breaks("status-transition", "a new agent's first status is running", [idle, gone], agentStatus(B, "running")),
-  breaks("status-transition", "leaving disposed", [idle, gone], idle, { also: ["nothing-after-disposed"] }),
+  breaks("status-transition", "leaving disposed for running", [idle, gone], running, { also: ["nothing-after-disposed"] }),
   breaks("status-transition", "disposed twice", [idle, gone], gone, { also: ["nothing-after-disposed"] }),
   // status-matches-turns
   breaks("status-matches-turns", "a turn while the agent is idle", [idle], turnStart(1)),
@@ -603,6 +603,10 @@ const valid: ReadonlyArray<Valid> = [
     return { name: "compactions between turns and between steps, each over what it may name", log }
   })(),
   { name: "an agent that never ran, then disposed", log: [idle, gone] },
+  {
+    name: "an agent created again under the id of the one just disposed (a resumed session's fixed id): a new life",
+    log: [...loop(A).idle().turn({ steps: [{ chunks: 1 }] }).drafts, gone, idle, running, turnStart(2), user(), stepStart(2, 1), message(2, 1), stepEnd(2, 1), turnEnd(2), idle, gone]
+  },
   {
     name: "several turns; steps with chunks and several tool calls, in order and in parallel",
     log: loop(A)
