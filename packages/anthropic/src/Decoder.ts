@@ -75,10 +75,9 @@ const errorBody = (body: string): unknown => {
   if (!body.trimStart().startsWith("{")) return undefined
   try {
     const json: unknown = JSON.parse(body)
-    return typeof json === "object" && json !== null && !Array.isArray(json) && (json as Record<string, unknown>)["type"] === "error" &&
-        typeof (json as Record<string, unknown>)["error"] === "object" && (json as Record<string, unknown>)["error"] !== null
-      ? (json as Record<string, unknown>)["error"]
-      : undefined
+    if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined
+    const { type, error } = json as { readonly type?: unknown; readonly error?: unknown }
+    return type === "error" && typeof error === "object" && error !== null ? error : undefined
   } catch {
     return undefined
   }
@@ -109,9 +108,8 @@ export const make = (options: Options = {}): Decoder => {
   let output: Array<StreamChunk.StreamChunk> = []
   let failure: LlmError.LlmError | undefined
   let seen = 0
-  let head = ""
-  // a body without any event may be an error as JSON (`{"type": "error", "error": …}`), which a
-  // proxy sends with a 200: kept while no event came, up to what such a body needs
+  // the start of a body in which no event came: an error as JSON (`{"type": "error", "error":
+  // …}`, which a proxy sends with a 200), or what to quote of a body that is no event stream
   let body = ""
 
   const protocol = (message: string) => new LlmError.LlmProtocolError({ message: `${provider} stream: ${message}` })
@@ -147,7 +145,6 @@ export const make = (options: Options = {}): Decoder => {
     } catch {
       return protocol("the response is not valid UTF-8")
     }
-    if (head.length < headLength) head += chunk.slice(0, headLength - head.length)
     if (seen === 0 && body.length < bodyLength) body += chunk.slice(0, bodyLength - body.length)
     output = out
     const tooLarge = parser.feed(chunk)
@@ -166,9 +163,9 @@ export const make = (options: Options = {}): Decoder => {
       const reported = errorBody(body)
       if (reported !== undefined) return fromStreamError(provider, reported)
       return protocol(
-        head === ""
+        body === ""
           ? "the response ended without any event (an empty body)"
-          : `the response ended without any event; it began: ${JSON.stringify(head)}`
+          : `the response ended without any event; it began: ${JSON.stringify(body.slice(0, headLength))}`
       )
     }
     return protocol(

@@ -103,7 +103,7 @@ export const fromReason = (
     case "InvalidRequestError":
       // the reason's own words: an effect/ai provider reports an overflow as an invalid request
       if (LlmError.saysContextOverflow(reason.message) || LlmError.saysContextOverflow(message)) {
-        return overflow({ message, cause })
+        return overflow(base)
       }
       return new LlmError.LlmInvalidRequestError({ ...base, ...withStatus(status) })
     case "ContentPolicyError":
