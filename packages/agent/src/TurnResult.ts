@@ -26,10 +26,13 @@ export interface RunOptions<A = never> {
   readonly source?: string
   /**
    * The Schema of the answer. The model is offered a `final_answer` tool whose parameters are
-   * this Schema (a Schema that is not a struct is wrapped as `{ answer }`), and an answer given
-   * as JSON text is accepted too; an answer that does not decode goes back to the model with
-   * every violation, under the agent's `maxInvalidArgs` budget. The decoded answer is the
-   * result's `output`.
+   * this Schema (a struct or a `Schema.Class` as it is; any other Schema wrapped as
+   * `{ answer }`). An answer given as JSON text is accepted too, and for a wrapped Schema so is
+   * plain text that decodes as a string (prose answers `Schema.String`). An answer that does
+   * not decode goes back to the model with every violation, under the agent's `maxInvalidArgs`
+   * budget. The decoded answer is the result's `output`. A Schema JSON cannot carry (a
+   * `Schema.declare` without a `toCodecJson` annotation, anywhere in it) fails the call with
+   * `INVALID_TOOL` before any request.
    */
   readonly output?: Schema.Codec<A, any>
 }

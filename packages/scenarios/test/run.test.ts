@@ -191,6 +191,63 @@ describe("agent.run with an output Schema", () => {
       }))
     ))
 
+  it.effect("plain text answers Schema.String; text that is not JSON is read as the string it is", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const summary: string = (yield* agent.run("summarise", { output: Schema.String })).output
+      expect(summary).toBe("Oslo is cold; Bergen is wet.")
+      const verdict = yield* agent.run("yes or no?", { output: Schema.Literals(["yes", "no"]) })
+      expect(verdict.output).toBe("no")
+      // text that is no number is asked for again, with what the number's JSON form allows
+      const count = yield* agent.run("how many?", { output: Schema.Number })
+      expect(count.output).toBe(3)
+      const steering = ofType(yield* agent.session.events, "steering/message")
+      expect(steering.map((e) => textOf(e.data.content))).toStrictEqual([
+        expect.stringContaining(`at answer: Expected "Infinity" | "-Infinity" | "NaN", got "three"`)
+      ])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.text("  Oslo is cold; Bergen is wet.\n"),
+          reply.text("no"),
+          reply.text("three"),
+          reply.text("3")
+        ]
+      }))
+    ))
+
+  it.effect("a Schema.Class is asked for as its fields, not wrapped, and decodes to an instance", () =>
+    Effect.gen(function*() {
+      class Forecast extends Schema.Class<Forecast>("Forecast")({ city: Schema.String, celsius: Schema.Number }) {}
+      const agent = yield* create()
+      const result = yield* agent.run("forecast?", { output: Forecast })
+      expect(result.output).toBeInstanceOf(Forecast)
+      expect({ ...result.output }).toStrictEqual({ city: "Tromsø", celsius: -8 })
+      const [request] = yield* requests
+      const tool = request!.tools?.find((t) => t.name === "final_answer")
+      expect(tool?.parameters).toMatchObject({ type: "object", required: ["city", "celsius"] })
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [reply.toolCalls([{ name: "final_answer", arguments: { city: "Tromsø", celsius: -8 } }])]
+      }))
+    ))
+
+  it.effect("an output Schema JSON cannot carry is refused before any request: INVALID_TOOL", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const opaque = Schema.declare((u): u is Map<string, number> => u instanceof Map)
+      const failed = yield* Effect.flip(agent.run("anything", { output: opaque }))
+      expect(failed.code).toBe("INVALID_TOOL")
+      expect(failed.message).toContain("the value at answer is a declared type with no JSON form")
+      expect(yield* requests).toStrictEqual([])
+      expect((yield* agent.run("plain")).text).toBe("ok")
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({ script: [reply.text("ok")] }))
+    ))
+
   it.effect("the budget spent: InvalidOutputError with the last violations", () =>
     Effect.gen(function*() {
       const agent = yield* create({ maxInvalidArgs: 2 })

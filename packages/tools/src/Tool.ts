@@ -22,8 +22,8 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { isEmptyStruct } from "./internal/json.ts"
-import { clip } from "./internal/text.ts"
+import { isEmptyStruct, pathWithoutJsonForm } from "./internal/json.ts"
+import { clip, formatPath } from "./internal/text.ts"
 import { InvalidToolError } from "./ToolError.ts"
 
 /**
@@ -273,7 +273,9 @@ export interface WireSchemaOptions {
  * every object when the tool rejects excess keys and `true` when it ignores them.
  *
  * Fails with `InvalidToolError` when the name is not one providers accept or the parameters
- * are not an object schema.
+ * are not an object schema, or hold a declared type with no JSON form (`Schema.declare` without a
+ * `toCodecJson` annotation), which no arguments could decode into. A recursive Schema at the root
+ * is its own object with its `$defs` beside it.
  *
  * @since 0.1.0
  * @category wire schema
@@ -299,6 +301,16 @@ const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.
   if (parameters._tag === "JsonSchema") {
     json = parameters.jsonSchema
   } else {
+    const unrepresentable = pathWithoutJsonForm(parameters.schema.ast)
+    if (unrepresentable !== undefined) {
+      const where = unrepresentable.length === 0
+        ? "they are"
+        : `the value at ${formatPath(unrepresentable.map((key) => typeof key === "symbol" ? String(key) : key))} is`
+      return Result.fail(invalidParameters(
+        tool.name,
+        `${where} a declared type with no JSON form (no toCodecJson annotation), so no arguments a model sends could decode into it; use a Schema that decodes from JSON`
+      ))
+    }
     try {
       const document = Schema.toJsonSchemaDocument(parameters.schema, {
         // Inline identified schemas too: a provider reads one self-contained object.
@@ -316,6 +328,8 @@ const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.
           ...annotations
         }
       }
+      // A recursive root is only a reference to its definition; providers want the object itself.
+      schema = rootDefinition(schema, document.definitions) ?? schema
       // Recursive schemas cannot be inlined and keep their definitions.
       json = Object.keys(document.definitions).length > 0
         ? { ...schema, $defs: document.definitions as Schema.JsonObject }
@@ -335,6 +349,18 @@ const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.
     ))
   }
   return Result.succeed(json)
+}
+
+const rootDefinition = (
+  schema: Schema.JsonObject,
+  definitions: Readonly<Record<string, unknown>>
+): Schema.JsonObject | undefined => {
+  const reference = schema["$ref"]
+  if (typeof reference !== "string" || !reference.startsWith("#/$defs/") || Object.keys(schema).length !== 1) {
+    return undefined
+  }
+  const definition = definitions[reference.slice("#/$defs/".length)]
+  return Predicate.isObject(definition) ? definition as Schema.JsonObject : undefined
 }
 
 const invalidParameters = (tool: string, why: string, cause?: unknown) =>

@@ -170,7 +170,8 @@ export class AbortedError extends Schema.TaggedError<AbortedError>()("AbortedErr
 
 /**
  * A tool definition was refused at registration: its name is not one providers accept
- * (`^[a-zA-Z0-9_-]{1,64}$`), or its parameters are not an object schema.
+ * (`^[a-zA-Z0-9_-]{1,64}$`), or its parameters are not an object schema or hold a type JSON
+ * cannot carry.
  *
  * @since 0.1.0
  * @category errors

@@ -213,6 +213,29 @@ describe("Tool.wireSchema", () => {
     })
   })
 
+  it("a recursive Schema at the root is its object, with its definitions beside it", () => {
+    interface Tree {
+      readonly name: string
+      readonly children: ReadonlyArray<Tree>
+    }
+    const Tree: Schema.Codec<Tree> = Schema.Struct({
+      name: Schema.String,
+      children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
+    })
+    const tree = Tool.make("tree", {
+      description: "Walk a tree",
+      parameters: Tree as Schema.Codec<Tree> as unknown as Tool.ParametersSchema,
+      execute: () => Effect.succeed("walked")
+    })
+    const node = {
+      type: "object",
+      properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/Objects_" } } },
+      required: ["name", "children"],
+      additionalProperties: false
+    }
+    expect(wire(tree).parameters).toStrictEqual({ ...node, $defs: { Objects_: node } })
+  })
+
   it("what Effect publishes loosely (why the cookbook recommends code points and Finite)", () => {
     const lengths = Tool.make("lengths", {
       description: "x",
@@ -304,6 +327,41 @@ describe("Tool.wireSchema", () => {
 })
 
 describe("Tool.wireSchema when the JSON Schema cannot be generated", () => {
+  const declared = Schema.declare((u): u is Map<string, number> => u instanceof Map)
+
+  it.each([
+    ["a declared field", Schema.Struct({ lookup: declared }), "lookup"],
+    ["one inside an array of structs", Schema.Struct({ rows: Schema.Array(Schema.Struct({ at: Schema.instanceOf(URLSearchParams) })) }), "rows.at"],
+    ["one inside an Option", Schema.Struct({ maybe: Schema.Option(declared) }), "maybe"],
+    ["one as a record's values", Schema.Struct({ byName: Schema.Record(Schema.String, declared) }), "byName"]
+  ])("refuses %s with no JSON form, naming where it is", (_, parameters, path) => {
+    const tool = Tool.make("opaque", { description: "x", parameters, execute: () => Effect.succeed("") })
+    const error = refusal(tool)
+    expect(error).toBeInstanceOf(ToolErrors.InvalidToolError)
+    expect(error.reason).toBe("parameters")
+    expect(error.message).toBe(
+      `Tool "opaque" has invalid parameters: the value at ${path} is a declared type with no JSON form (no toCodecJson annotation), so no arguments a model sends could decode into it; use a Schema that decodes from JSON`
+    )
+  })
+
+  it("accepts declared types that have a JSON form: Date, Option, ReadonlyMap, URL, BigInt, classes, Unknown", () => {
+    class Point extends Schema.Class<Point>("Point")({ x: Schema.Number, at: Schema.Date }) {}
+    const tool = Tool.make("typed", {
+      description: "x",
+      parameters: Schema.Struct({
+        at: Schema.Date,
+        maybe: Schema.Option(Schema.Number),
+        counts: Schema.ReadonlyMap(Schema.String, Schema.Number),
+        url: Schema.URL,
+        big: Schema.BigInt,
+        point: Point,
+        anything: Schema.Unknown
+      }),
+      execute: () => Effect.succeed("")
+    })
+    expect(Result.isSuccess(Tool.wireSchema(tool))).toBe(true)
+  })
+
   it("says why in the thrown value's own words, never [object Object]", () => {
     const opaque = Tool.make("opaque", {
       description: "x",

@@ -31,9 +31,10 @@ export interface Output {
   lastProblem: string | undefined
 }
 
-// A struct is the tool's parameters as it is; anything else is wrapped as { answer }.
+// A struct (or a Schema.Class of one) is the tool's parameters as it is; anything else is
+// wrapped as { answer }.
 const isStruct = (schema: Schema.Top): schema is Tool.ParametersSchema =>
-  SchemaAST.isObjects(schema.ast) && "fields" in schema
+  "fields" in schema && SchemaAST.isObjects(SchemaAST.toEncoded(schema.ast))
 
 /** The answer tool and decoder of an output Schema; `INVALID_TOOL` when it has no JSON Schema. */
 export const make = (schema: Schema.Codec<unknown, any>): Result.Result<Output, ToolErrors.InvalidToolError> => {
@@ -70,22 +71,41 @@ export const acceptCall = (output: Output, call: Content.ToolCallBlock): Content
 }
 
 /**
- * Takes an answer given as text: accepted when the text (or a fenced JSON block in it) decodes;
- * otherwise the steering text that asks for it again, with what was wrong.
+ * Takes an answer given as text: accepted when the text (or a fenced JSON block in it) decodes,
+ * or — for a Schema that is not a struct — when the text itself decodes as a string (so plain
+ * prose answers `Schema.String`); otherwise the steering text that asks for it again, with what
+ * was wrong.
  */
 export const acceptText = (output: Output, content: ReadonlyArray<Content.ContentBlock>): string | undefined => {
   const text = content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("")
   const candidate = jsonIn(text)
-  const asArguments = candidate === undefined ? undefined : output.decode(argumentsFor(output, candidate))
-  if (asArguments !== undefined && Result.isSuccess(asArguments)) {
-    output.value = Option.some(unwrap(output, asArguments.success))
-    return undefined
-  }
-  const problem = asArguments === undefined
-    ? "your last message gave no answer in the required form"
-    : asArguments.failure.message
+  if (candidate === undefined) return refuseText(output, "your last message gave no answer in the required form")
+  const asJson = output.decode(argumentsFor(output, candidate))
+  if (Result.isSuccess(asJson)) return acceptValue(output, asJson.success)
+  if (!output.wrapped) return refuseText(output, asJson.failure.message)
+  const asString = output.decode(argumentsFor(output, JSON.stringify(text.trim())))
+  if (Result.isSuccess(asString)) return acceptValue(output, asString.success)
+  // Text that is JSON meant JSON: its violations say more than those of the text as a string.
+  return refuseText(output, (isJson(candidate) ? asJson : asString).failure.message)
+}
+
+const acceptValue = (output: Output, args: unknown): undefined => {
+  output.value = Option.some(unwrap(output, args))
+  return undefined
+}
+
+const refuseText = (output: Output, problem: string): string => {
   output.lastProblem = problem
   return `Give your final answer by calling the \`${toolName}\` tool. ${problem}`
+}
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
 }
 
 // the text as the arguments the tool would take (wrapped Schemas take { answer })

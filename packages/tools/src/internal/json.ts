@@ -320,3 +320,54 @@ export const beyondDepth = (
  */
 export const isEmptyStruct = (ast: SchemaAST.AST): boolean =>
   SchemaAST.isObjects(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0
+
+/**
+ * The path to the first value of a Schema that JSON cannot carry: a declared type
+ * (`Schema.declare`, `Schema.instanceOf`) with no `toCodecJson` or `toCodec` annotation and no
+ * encoding of its own. `Schema.toCodecJson` accepts such a type as any JSON value, so the
+ * model's arguments would never decode into it; a tool is refused for it up front instead.
+ * `undefined` when every value has a JSON form.
+ *
+ * @internal
+ */
+export const pathWithoutJsonForm = (ast: SchemaAST.AST): ReadonlyArray<PropertyKey> | undefined =>
+  firstWithoutJsonForm(SchemaAST.toEncoded(ast), [], new Set())
+
+const firstWithoutJsonForm = (
+  ast: SchemaAST.AST,
+  path: ReadonlyArray<PropertyKey>,
+  seen: Set<SchemaAST.AST>
+): ReadonlyArray<PropertyKey> | undefined => {
+  if (seen.has(ast)) return undefined
+  seen.add(ast)
+  const within = (children: Iterable<readonly [PropertyKey | undefined, SchemaAST.AST]>) => {
+    for (const [key, child] of children) {
+      const found = firstWithoutJsonForm(child, key === undefined ? path : [...path, key], seen)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  switch (ast._tag) {
+    case "Declaration": {
+      const annotations = ast.annotations
+      if (annotations?.toCodecJson === undefined && annotations?.toCodec === undefined) return path
+      return within(ast.typeParameters.map((parameter) => [undefined, SchemaAST.toEncoded(parameter)] as const))
+    }
+    case "Objects":
+      return within([
+        ...ast.propertySignatures.map((property) => [property.name, property.type] as const),
+        ...ast.indexSignatures.map((index) => [undefined, index.type] as const)
+      ])
+    case "Arrays":
+      return within([
+        ...ast.elements.map((element, index) => [index, element] as const),
+        ...ast.rest.map((element) => [undefined, element] as const)
+      ])
+    case "Union":
+      return within(ast.types.map((member) => [undefined, member] as const))
+    case "Suspend":
+      return within([[undefined, ast.thunk()]])
+    default:
+      return undefined
+  }
+}
