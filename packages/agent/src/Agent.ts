@@ -177,8 +177,12 @@ export interface Agent {
   readonly statusChanges: Stream.Stream<Status>
   /** Every event the agent logs from the moment of subscription (status changes included), until disposal. */
   readonly events: Stream.Stream<SessionEvent.SessionEvent>
-  /** Waits until the agent is idle with nothing queued (or disposed). */
-  readonly awaitIdle: Effect.Effect<void>
+  /**
+   * Waits until the agent is idle with nothing queued (or disposed). Called from inside the
+   * agent's own turn (a tool, a listener), where it would wait for itself, it fails with
+   * `InvalidInputError` (`INVALID_INPUT`) at once.
+   */
+  readonly awaitIdle: Effect.Effect<void, InvalidInputError>
   /**
    * Compacts the history now (between turns: after the running one, before queued messages):
    * prunes, then summarizes the completed turns before the newest `keepTurns`. A summarizer

@@ -247,6 +247,28 @@ describe("a call from inside the agent that would wait for its own turn", () => 
       expect(JSON.stringify(results[0]?.data)).toContain("run() was called from inside the agent's own turn")
       expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "nested", arguments: {} }]), reply.text("done")] }))))
+
+  it.effect("awaitIdle from the agent's own tool is INVALID_INPUT at once; from outside it waits as before", () =>
+    Effect.gen(function*() {
+      const holder: { agent?: { readonly awaitIdle: Effect.Effect<void, { readonly code: string; readonly message: string }> } } = {}
+      const waits = Tool.make("waits", {
+        description: "Waits for its own agent to be idle",
+        parameters: Schema.Struct({}),
+        execute: () =>
+          Effect.suspend(() => holder.agent!.awaitIdle).pipe(
+            Effect.match({ onFailure: (error) => `${error.code}: ${error.message}`, onSuccess: () => "idle" })
+          )
+      })
+      yield* register(waits)
+      const agent = yield* create()
+      holder.agent = agent
+      yield* agent.send("wait")
+      yield* agent.awaitIdle
+      const results = (yield* agent.session.events).filter((e) => e.type === "tool/result")
+      expect(JSON.stringify(results[0]?.data)).toContain("INVALID_INPUT: agent")
+      expect(JSON.stringify(results[0]?.data)).toContain("awaitIdle was called from inside the agent's own turn")
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "waits", arguments: {} }]), reply.text("done")] }))))
 })
 
 describe("options a type cannot check are refused at creation, each named", () => {

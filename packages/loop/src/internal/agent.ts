@@ -146,11 +146,11 @@ const abort = Effect.fnUntraced(function*(env: Env, state: AgentState, reason: s
  * Refuses a call that waits for a turn of this agent when made from inside one (a tool, a
  * listener): that turn cannot start before the one the caller runs in ends.
  */
-const refuseInside = Effect.fnUntraced(function*(env: Env, call: string): Effect.fn.Return<void, InvalidInputError> {
+const refuseInside = Effect.fnUntraced(function*(env: Env, call: string, instead: string): Effect.fn.Return<void, InvalidInputError> {
   if (!(yield* InsideAgents).has(env.agentId)) return
   return yield* new InvalidInputError({
     message: `agent ${env.agentId}: ${call} was called from inside the agent's own turn (a tool or a listener), ` +
-      "which would wait for itself; call send() to queue the message for the next turn, or call it from outside",
+      `which would wait for itself; ${instead}`,
     agentId: env.agentId
   })
 })
@@ -162,7 +162,7 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   send: (input, options) => enqueue(env, state, input, options, "send"),
   run: ((input: Agent.Input, options?: TurnResult.RunOptions<unknown>) =>
     Effect.flatMap(
-      Effect.andThen(refuseInside(env, "run()"), Effect.suspend(() => contentOf(env, input, options))),
+      Effect.andThen(refuseInside(env, "run()", "call send() to queue the message for the next turn, or call it from outside"), Effect.suspend(() => contentOf(env, input, options))),
       (content) => run(env, state, content, options, (pending) => queueUnlessDisposed(env, state, pending))
     )) as Agent.Agent["run"],
   steer: (input, options) => enqueue(env, state, input, options, "steer"),
@@ -177,7 +177,7 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
   status: Effect.sync(() => state.status ?? "idle"),
   statusChanges: SubscriptionRef.changes(state.statusRef),
   events: Stream.unwrap(Effect.map(env.session.seq, (seq) => env.session.streamFrom(seq))),
-  awaitIdle: Effect.suspend(() => Deferred.await(state.idle)),
+  awaitIdle: Effect.andThen(refuseInside(env, "awaitIdle", "the agent is idle only after the turn it was called from ends; wait from outside"), Effect.suspend(() => Deferred.await(state.idle))),
   compact: () => requestCompaction(env, state)
 })
 
