@@ -259,6 +259,19 @@ describe("dsh run: how it ends", slow, () => {
     expect(tools.status).toBe(2)
   })
 
+  it.each([
+    ["--model", "a model's name"],
+    ["--provider", "a provider's name"],
+    ["--base-url", "a URL"],
+    ["--config", "a config file"],
+    ["--mcp", "an MCP config file"]
+  ])("an empty %s is CONFIG_INVALID naming it, not a silent fall-back, exit 2", async (flag, expected) => {
+    const home = makeHome()
+    const result = await dsh(home, ["run", "Hi", flag, " ", "--sessions", "memory"])
+    expect(result.stderr).toBe(`dsh: CONFIG_INVALID: ${flag}: expected ${expected}, got an empty string\n`)
+    expect(result.status).toBe(2)
+  })
+
   it("--help and --version: on stdout, exit 0", async () => {
     const home = makeHome()
     const help = await dsh(home, ["--help"])

@@ -306,6 +306,29 @@ export const defaultSessionsDirectory = (env: Environment): string =>
 const nonEmpty = (value: string | undefined): string | undefined =>
   value === undefined || value.trim() === "" ? undefined : value
 
+// An empty environment variable is as good as unset (a shell's `X= dsh`); an empty flag is a
+// mistake to name, not a silent fall-back to the next source.
+const flagNames = {
+  config: { flag: "--config", expected: "a config file" },
+  provider: { flag: "--provider", expected: "a provider's name" },
+  model: { flag: "--model", expected: "a model's name" },
+  baseUrl: { flag: "--base-url", expected: "a URL" },
+  mcp: { flag: "--mcp", expected: "an MCP config file" }
+} as const
+
+const checkNotEmpty = (flags: Flags, keys: ReadonlyArray<keyof typeof flagNames>): Result.Result<void, ConfigInvalidError> => {
+  for (const key of keys) {
+    const value = flags[key]
+    if (value !== undefined && value.trim() === "") {
+      const { expected, flag } = flagNames[key]
+      return Result.fail(
+        new ConfigInvalidError({ message: `${flag}: expected ${expected}, got an empty string`, field: key, source: flag })
+      )
+    }
+  }
+  return Result.void
+}
+
 /**
  * A path as the user wrote it: `~` is the home directory; a relative path is from `from` (the
  * config file's directory for the file's paths), else from the working directory.
@@ -370,6 +393,7 @@ export const readFile = (
   env: Environment
 ): Effect.Effect<{ readonly path: string; readonly found: boolean; readonly file: File }, ConfigInvalidError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
+    yield* Effect.fromResult(checkNotEmpty(flags, ["config"]))
     const named = nonEmpty(flags.config) === undefined
       ? nonEmpty(env["DSH_CONFIG"]) === undefined ? undefined : { path: env["DSH_CONFIG"]!, source: "DSH_CONFIG" }
       : { path: flags.config!, source: "--config" }
@@ -584,6 +608,7 @@ export const resolve = (
   config: { readonly path: string; readonly found: boolean; readonly file: File }
 ): Effect.Effect<Settings, ConfigInvalidError> =>
   Effect.gen(function*() {
+    yield* Effect.fromResult(checkNotEmpty(flags, ["provider", "model", "baseUrl", "mcp"]))
     const file = config.file
     const inFile = (field: string) => `${config.path} (${field})`
     // the config file's relative paths are its own directory's
