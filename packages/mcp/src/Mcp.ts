@@ -305,7 +305,7 @@ const discover = (rt: runtime.Runtime, server: runtime.Server, config: ServerCon
     const assigned = McpNames.assign(server.name, descriptors.map((d) => d.name))
     const tools: Array<Tool.Any> = []
     const entries: Array<{ name: string; mcpName: string }> = []
-    const refused: Array<RefusedTool> = []
+    const refused: Array<RefusedTool> = [...live.screened]
     assigned.forEach((assignment, i) => {
       const descriptor = descriptors[i]!
       if (assignment._tag === "Refused") return refused.push({ mcpName: assignment.mcpName, reason: assignment.reason })

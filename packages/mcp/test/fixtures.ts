@@ -121,6 +121,10 @@ export const hostileTools = [
   `{"name":"${"long".repeat(30)}","inputSchema":{"type":"object"}}`,
   `{"name":"twice","inputSchema":{"type":"object"}}`,
   `{"name":"twice","inputSchema":{"type":"object"}}`,
+  // entries that are no tool descriptions: refused one by one, the others registered
+  `{"name":"array-input","inputSchema":{"type":"array"}}`,
+  `{"name":"no-input"}`,
+  `{"inputSchema":{"type":"object"}}`,
   // what a call answers, by name (see `hostileCall`)
   `{"name":"garbage","inputSchema":{"type":"object"}}`,
   `{"name":"rpc-error","inputSchema":{"type":"object"}}`,

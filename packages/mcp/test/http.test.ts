@@ -160,7 +160,7 @@ describe("a hostile MCP server", () => {
     return { stats, url: server.hostileUrl }
   })
 
-  it.live("schemas nested too deep or too large are refused with their reasons; names are made valid and distinct", () =>
+  it.live("entries that are no tool, schemas nested too deep or too large are refused with their reasons; names are made valid and distinct", () =>
     Effect.gen(function*() {
       const { url } = yield* hostile
       const logs: Array<string> = []
@@ -183,6 +183,10 @@ describe("a hostile MCP server", () => {
         ])
         expect(names.every((n) => /^[a-zA-Z0-9_-]{1,64}$/.test(n))).toBe(true)
         expect((yield* status("evil")).refused).toStrictEqual([
+          // entries that are no tool descriptions are refused alone; the server's other tools stay
+          { mcpName: "array-input", reason: `its entry in the server's tool list is invalid: Expected "object" at ["inputSchema"]["type"]` },
+          { mcpName: "no-input", reason: `its entry in the server's tool list is invalid: Missing key at ["inputSchema"]` },
+          { mcpName: "(tool #12, unnamed)", reason: `its entry in the server's tool list is invalid: Missing key at ["name"]` },
           { mcpName: "deep", reason: "its input schema nests deeper than 64 levels" },
           { mcpName: "deep-array", reason: "its input schema nests deeper than 64 levels" },
           { mcpName: "huge", reason: "its input schema is 200071 bytes of JSON, more than the limit of 65536" },
@@ -190,6 +194,9 @@ describe("a hostile MCP server", () => {
         ])
         // each refusal is logged with its reason
         expect(logs.filter((l) => l.includes("is not registered"))).toStrictEqual([
+          `dsh: MCP server "evil": the tool "array-input" is not registered: its entry in the server's tool list is invalid: Expected "object" at ["inputSchema"]["type"]`,
+          `dsh: MCP server "evil": the tool "no-input" is not registered: its entry in the server's tool list is invalid: Missing key at ["inputSchema"]`,
+          `dsh: MCP server "evil": the tool "(tool #12, unnamed)" is not registered: its entry in the server's tool list is invalid: Missing key at ["name"]`,
           'dsh: MCP server "evil": the tool "deep" is not registered: its input schema nests deeper than 64 levels',
           'dsh: MCP server "evil": the tool "deep-array" is not registered: its input schema nests deeper than 64 levels',
           'dsh: MCP server "evil": the tool "huge" is not registered: its input schema is 200071 bytes of JSON, more than the limit of 65536',

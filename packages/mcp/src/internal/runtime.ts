@@ -17,12 +17,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { McpClient, type McpClientError, McpProtocol, type McpSchema } from "effect/ai"
+import { McpClient, type McpClientError, McpProtocol, McpSchema } from "effect/ai"
 import { HttpClient } from "effect/http"
 import { type ChildProcess, ChildProcessSpawner } from "effect/process"
 import { McpConnectError, McpProtocolError, McpServerError } from "../McpErrors.ts"
@@ -59,6 +61,8 @@ export interface Live {
   readonly client: McpClient.McpClient
   readonly scope: Scope.Closeable
   readonly process: ProcessInfo | undefined
+  /** The tools of the last `tools/list` answer left out because their descriptions do not decode. */
+  readonly screened: Array<RefusedTool>
 }
 
 /** One configured server. @internal */
@@ -268,10 +272,44 @@ const watchingSpawner = (
     })
   )
 
+/**
+ * The transport with each `tools/list` answer screened tool by tool: `effect/ai`'s client
+ * decodes the whole list at once, so one tool with a bad description (an `inputSchema` that is
+ * no object schema) would fail the connection and lose every other tool. A tool that does not
+ * decode is left out of the answer and noted in `screened`, so it is refused alone.
+ */
+const screeningTools = (transport: McpClient.Transport, screened: Array<RefusedTool>): McpClient.Transport => ({
+  ...transport,
+  request: (message, tool) =>
+    message.method === "tools/list"
+      ? Effect.map(transport.request(message, tool), (response) => screenToolList(response, screened))
+      : transport.request(message, tool)
+})
+
+const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
+
+const screenToolList = (response: McpSchema.JsonRpcResponse, screened: Array<RefusedTool>): McpSchema.JsonRpcResponse => {
+  if ("error" in response || !Predicate.isObject(response.result)) return response
+  const tools: unknown = response.result["tools"]
+  if (!Array.isArray(tools)) return response
+  const kept: Array<unknown> = []
+  tools.forEach((tool: unknown, index) => {
+    const decoded = decodeTool(tool)
+    if (Result.isSuccess(decoded)) return kept.push(tool)
+    const name = Predicate.isObject(tool) && typeof tool["name"] === "string" ? tool["name"] : `(tool #${index + 1}, unnamed)`
+    const problem = decoded.failure.message.replace(/\s*\n\s*/g, " ")
+    screened.push({ mcpName: name, reason: `its entry in the server's tool list is invalid: ${problem}` })
+  })
+  return kept.length === tools.length
+    ? response
+    : { jsonrpc: response.jsonrpc, id: response.id, result: { ...response.result, tools: kept } }
+}
+
 const open = (
   runtime: Runtime,
   server: Server,
-  process: ProcessInfo | undefined
+  process: ProcessInfo | undefined,
+  screened: Array<RefusedTool>
 ): Effect.Effect<McpClient.McpClient, McpConnectError | McpProtocolError, Scope.Scope> => {
   const endpoint = server.endpoint
   const transport = endpoint._tag === "Stdio"
@@ -284,7 +322,7 @@ const open = (
   return transport.pipe(
     Effect.flatMap((transport) =>
       McpClient.make({ ...clientInfo, timeout: server.connectTimeout }).pipe(
-        Effect.provideService(McpClient.Transport, transport)
+        Effect.provideService(McpClient.Transport, screeningTools(transport, screened))
       )
     ),
     Effect.mapError((error) => connectFailure(server, error, process))
@@ -335,7 +373,8 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const process = server.endpoint._tag === "Stdio" ? newProcessInfo() : undefined
-      const opened = yield* Effect.exit(restore(Scope.provide(open(runtime, server, process), scope)))
+      const screened: Array<RefusedTool> = []
+      const opened = yield* Effect.exit(restore(Scope.provide(open(runtime, server, process, screened), scope)))
       if (Exit.isFailure(opened)) {
         yield* Scope.close(scope, opened)
         const failure = Cause.findErrorOption(opened.cause)
@@ -345,7 +384,7 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
         }
         return yield* Effect.failCause(opened.cause)
       }
-      const live: Live = { client: opened.value, scope, process }
+      const live: Live = { client: opened.value, scope, process, screened }
       server.live = live
       server.connects++
       if (opened.value.serverInfo !== undefined) {
@@ -461,7 +500,11 @@ export const listTools = (
   server: Server,
   live: Live
 ): Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpConnectError | McpProtocolError> =>
-  live.client.listTools({ timeout: server.connectTimeout }).pipe(
+  Effect.suspend(() => {
+    // what the screening of this listing's pages leaves out, not an earlier listing's
+    live.screened.length = 0
+    return live.client.listTools({ timeout: server.connectTimeout })
+  }).pipe(
     Effect.mapError((error) => connectFailure(server, error, live.process))
   )
 
