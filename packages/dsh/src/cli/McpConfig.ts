@@ -79,6 +79,10 @@ const invalid = (path: string, message: string, source: Source) =>
 /**
  * Decodes the file's text; `source` says where the file was named (`--mcp` by default).
  *
+ * Each server is decoded as the kind its keys say — `url`: HTTP, else `command`: stdio — so
+ * a mistake in one is reported against that kind's fields only, every mistake with its path.
+ * A URL must be `http:` or `https:`.
+ *
  * @since 0.1.0
  * @category decoding
  */
@@ -89,15 +93,69 @@ export const decode = (text: string, path: string, source: Source = "--mcp"): Re
   } catch (error) {
     return Result.fail(invalid(path, `not JSON: ${(error as Error).message}`, source))
   }
-  const decoded = Schema.decodeUnknownResult(File)(json, { errors: "all", onExcessProperty: "error" })
+  const shape = decodeAll(Shape, json, [])
+  if (Result.isFailure(shape)) return Result.fail(invalidFile(path, shape.failure, source))
+  const servers: Record<string, File["mcpServers"][string]> = {}
+  const problems: Array<string> = []
+  for (const [name, entry] of Object.entries(shape.success.mcpServers)) {
+    const server = decodeServer(entry, ["mcpServers", name])
+    if (Result.isFailure(server)) problems.push(...server.failure)
+    else servers[name] = server.success
+  }
+  if (problems.length > 0) return Result.fail(invalidFile(path, problems, source))
+  return Result.succeed({ mcpServers: servers })
+}
+
+const Shape = Schema.Struct({ mcpServers: Schema.Record(Schema.String, Schema.Unknown) })
+
+const invalidFile = (path: string, problems: ReadonlyArray<string>, source: Source) =>
+  invalid(path, `${problems.join("; ")} (expected { "mcpServers": { "<name>": { "command", "args" } or { "url" } } })`, source)
+
+const decodeServer = (
+  entry: unknown,
+  at: ReadonlyArray<string>
+): Result.Result<File["mcpServers"][string], ReadonlyArray<string>> => {
+  const problem = (message: string) => Result.fail([`${at.join(".")}: ${message}`])
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    return problem("expected a server: { \"command\" } (stdio) or { \"url\" } (HTTP)")
+  }
+  if ("url" in entry && "command" in entry) {
+    return problem("give either \"command\" (a stdio server) or \"url\" (an HTTP server), not both")
+  }
+  if ("url" in entry) {
+    return Result.flatMap(decodeAll(Http, entry, at), (server) => {
+      const refused = urlProblem(server.url)
+      return refused === undefined ? Result.succeed(server) : Result.fail([`${[...at, "url"].join(".")}: ${refused}`])
+    })
+  }
+  if ("command" in entry) return decodeAll(Stdio, entry, at)
+  return problem("expected \"command\" (a stdio server) or \"url\" (an HTTP server)")
+}
+
+const urlProblem = (url: string): string | undefined => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return `expected an http(s) URL, got ${JSON.stringify(url)}`
+  }
+  return parsed.protocol === "http:" || parsed.protocol === "https:"
+    ? undefined
+    : `expected an http: or https: URL, got ${parsed.protocol}`
+}
+
+// Every violation, each as `<path>: <message>` with the path from the file's root.
+const decodeAll = <S extends Schema.Decoder<unknown>>(
+  schema: S,
+  value: unknown,
+  at: ReadonlyArray<string>
+): Result.Result<S["Type"], ReadonlyArray<string>> => {
+  const decoded = Schema.decodeUnknownResult(schema)(value, { errors: "all", onExcessProperty: "error" })
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
-  const issues = formatter(decoded.failure.issue).issues.map((issue) => {
-    const at = (issue.path ?? []).map(String).join(".")
-    return `${at === "" ? "(the file)" : at}: ${issue.message}`
-  })
-  return Result.fail(
-    invalid(path, `${issues.join("; ")} (expected { "mcpServers": { "<name>": { "command", "args" } or { "url" } } })`, source)
-  )
+  return Result.fail(formatter(decoded.failure.issue).issues.map((issue) => {
+    const where = [...at, ...(issue.path ?? []).map(String)].join(".")
+    return `${where === "" ? "(the file)" : where}: ${issue.message}`
+  }))
 }
 
 const timeoutOf = (server: { readonly timeout?: number }) => (server.timeout === undefined ? {} : { timeout: `${server.timeout} millis` as const })
