@@ -143,8 +143,8 @@ export const catalog = {
     raisedBy: "@dsh/permissions (PolicyInvalidError), raised when a permission policy is built"
   },
   SESSION_EXISTS: {
-    meaning: "A session was created with an id that the store already holds.",
-    raisedBy: "@dsh/session (SessionExistsError), raised by the session store"
+    meaning: "A session was created with an id that the store already holds, or that its persistence holds (a JSONL file, a PostgreSQL row) while not resuming it; or an open session was resumed.",
+    raisedBy: "@dsh/session (SessionExistsError), raised by the session store, JsonlSessions and PgSessions"
   },
   SESSION_LOCKED: {
     meaning: "A session already has a writer: another process holds its file's lock or its PostgreSQL writer lock, another writer wrote the same seq first, or another agent drives it; the message names the holder.",

@@ -45,11 +45,12 @@
  *
  * The file is created at the session's first flush, header only, under a temporary name,
  * fsynced and then hard-linked to its final name (and the directory fsynced), so a file under
- * its final name always has a complete header: a crash can tear only the last event line. The
- * link refuses to replace an existing file: a session created in the store whose file already
- * exists fails every flush with a `PersistenceError` and never touches that file. The store
- * creates sessions before this layer hears of them, so the refusal cannot come earlier;
- * continue an existing file with {@link JsonlSessions.resume}.
+ * its final name always has a complete header: a crash can tear only the last event line.
+ * Creating a session in the store under an id whose file exists fails at once with
+ * `SessionExistsError` (the layer's `admission` middleware); continue an existing file with
+ * {@link JsonlSessions.resume}. The link refuses to replace a file too: a session whose file
+ * another process created after the session was fails every flush with a `PersistenceError`
+ * and never touches that file.
  *
  * ## Reading
  *
@@ -797,6 +798,13 @@ export const layerNoDeps = (
         return state
       })
 
+      const existingFile = (id: string) =>
+        new SessionExistsError({
+          message: `session ${JSON.stringify(id)} exists already in ${fileOf(id)}; continue it with ` +
+            "JsonlSessions.resume, or create the new session under another id",
+          sessionId: id
+        })
+
       const failure = (state: State, message: string, cause?: unknown) =>
         new PersistenceError({ message, sessionId: state.session.id, ...(cause === undefined ? {} : { cause }) })
 
@@ -1065,6 +1073,19 @@ export const layerNoDeps = (
           Effect.andThen(stateFor(session)),
           Effect.flatMap((state) => flushAndRelease(state, "when it closed"))
         )
+
+      // A new session may not take an id whose file holds an earlier session: that file is
+      // continued by `resume` (which creates its session with the file's events), never replaced.
+      yield* store.admission.register({
+        name: "JsonlSessions",
+        around: (admission, next) =>
+          resuming.has(admission.id)
+            ? next(admission)
+            : Effect.flatMap(
+              Effect.orElseSucceed(fs.exists(fileOf(admission.id)), () => false),
+              (exists) => exists ? Effect.fail(existingFile(admission.id)) : next(admission)
+            )
+      })
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),

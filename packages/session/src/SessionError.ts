@@ -7,7 +7,8 @@ import { HarnessError } from "@dsh/llm"
 import * as Schema from "effect/Schema"
 
 /**
- * A session was created with an id the store already holds.
+ * A session was created with an id the store already holds, or one its persistence holds (a
+ * JSONL file, a PostgreSQL row) and is not resuming; or an open session was resumed.
  *
  * @since 0.1.0
  * @category errors

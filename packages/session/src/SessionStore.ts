@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Ids } from "@dsh/llm"
+import { Ids, Middleware } from "@dsh/llm"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -37,6 +37,19 @@ export interface CreateOptions {
 }
 
 /**
+ * What the `admission` seam is asked about a session about to be created.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Admission {
+  /** The new session's id. */
+  readonly id: string
+  /** The events it starts from (a replay, a fork, a resume), when seeded. */
+  readonly seed: ReadonlyArray<SessionEvent> | undefined
+}
+
+/**
  * @since 0.1.0
  * @category services
  */
@@ -54,6 +67,12 @@ export class SessionStore extends Context.Service<SessionStore, {
   readonly all: Effect.Effect<ReadonlyArray<Session.Session>>
   /** Every session created so far (open or closed), then every later one, until the store closes. */
   readonly sessions: Stream.Stream<Session.Session>
+  /**
+   * The seam every `create` passes before the session exists: a middleware may refuse the id
+   * with `SessionExistsError` (persistence refuses an id its storage holds already, unless it
+   * is resuming that session), or let it through with `next`.
+   */
+  readonly admission: Middleware.Chain<Admission, Effect.Effect<void, SessionExistsError>>
 }>()("@dsh/session/SessionStore") {
   /**
    * An in-memory store. Persistence Layers subscribe to it (see `JsonlSessions`).
@@ -65,12 +84,14 @@ export class SessionStore extends Context.Service<SessionStore, {
     Effect.gen(function*() {
       const open = new Map<string, Session.Session>()
       const created = Log.make<Session.Session>()
+      const admission = Middleware.makeEffect<Admission, void, SessionExistsError>()
       yield* Effect.addFinalizer(() => Effect.sync(created.close))
 
       const create = (options: CreateOptions = {}) =>
         Effect.gen(function*() {
           const id = Ids.sessionId(options.id ?? crypto.randomUUID())
           const createdAt = options.createdAt ?? (yield* Clock.currentTimeMillis)
+          yield* admission.apply({ id, seed: options.seed }, () => Effect.void)
           const owned = yield* Effect.acquireRelease(
             Effect.suspend(() => {
               if (open.has(id)) {
@@ -99,7 +120,8 @@ export class SessionStore extends Context.Service<SessionStore, {
         get: (id) => Effect.sync(() => Option.fromNullishOr(open.get(id))),
         list: Effect.sync(() => [...open.values()]),
         all: Effect.sync(() => created.slice()),
-        sessions: created.stream(0)
+        sessions: created.stream(0),
+        admission
       })
     })
   )

@@ -10,7 +10,7 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -143,7 +143,7 @@ describe("JsonlSessions lock: in one process", () => {
       })
     ))
 
-  it.effect("a second layer cannot resume a session the first holds (SESSION_LOCKED), nor write it as a new one", () =>
+  it.effect("a second layer cannot resume a session the first holds (SESSION_LOCKED), nor create it as a new one (SESSION_EXISTS)", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
         yield* seedFile(directory, "s", 2)
@@ -162,12 +162,17 @@ describe("JsonlSessions lock: in one process", () => {
         expect(locked.message).toContain("this process")
         expect(locked.message).toContain(lockOf(directory, "s"))
 
-        const other = yield* second.run(create("s"))
-        yield* appendTexts(other, 1)
-        const refused = yield* Effect.flip(second.run(flush(other)))
+        const taken = yield* Effect.flip(second.run(create("s")))
+        expect(taken.code).toBe("SESSION_EXISTS")
+        // a new session whose lock another holds before its file exists cannot write either
+        const fresh = yield* first.run(create("fresh"))
+        yield* appendTexts(fresh, 1)
+        writeFileSync(lockOf(directory, "fresh"), lockRecord({ pid: process.pid, startedAt: performance.timeOrigin }))
+        const refused = yield* Effect.flip(first.run(flush(fresh)))
         expect(refused.code).toBe("PERSISTENCE")
         expect(refused.message).toContain(`pid ${process.pid}`)
-        expect(refused.cause).toMatchObject({ _tag: "SessionLockedError", code: "SESSION_LOCKED", sessionId: "s" })
+        expect(refused.cause).toMatchObject({ _tag: "SessionLockedError", code: "SESSION_LOCKED", sessionId: "fresh" })
+        rmSync(lockOf(directory, "fresh"))
         expect(readFileSync(file, "utf8")).toBe(before)
         yield* second.close
 
@@ -175,7 +180,8 @@ describe("JsonlSessions lock: in one process", () => {
         yield* first.run(flush(session))
         yield* first.close
         expect((yield* loadEvents(directory, "s")).map((e) => e.seq)).toStrictEqual([0, 1, 2])
-        expect(readdirSync(directory)).toStrictEqual(["s.jsonl"])
+        // the new session wrote its file once its lock was free
+        expect(readdirSync(directory).sort()).toStrictEqual(["fresh.jsonl", "s.jsonl"])
       })
     ))
 
@@ -444,11 +450,11 @@ describe("JsonlSessions lock: two processes", () => {
       expect(refused.message).toContain(`pid ${a.pid}`)
       expect(await b.exited).toBe(0)
 
-      // a new session under the same id cannot write the file either
+      // a new session cannot take the id of the file either
       const c = start({ directory, id: "s", name: "c", create: true })
-      const persistence = refusal(await c.line("refused", "ack"))
-      expect(persistence.code).toBe("PERSISTENCE")
-      expect(persistence.message).toContain(`pid ${a.pid}`)
+      const exists = refusal(await c.line("refused", "ack"))
+      expect(exists.code).toBe("SESSION_EXISTS")
+      expect(exists.message).toContain("exists already")
       expect(await c.exited).toBe(0)
 
       a.send("go")

@@ -249,25 +249,50 @@ describe("JsonlSessions: resume and fork", () => {
       }))
     ))
 
-  it.effect("a new session whose file exists fails its flushes with PERSISTENCE and never touches the file", () =>
+  it.effect("a new session under an id whose file exists is refused at creation: SESSION_EXISTS, the file untouched", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
         yield* persisted(directory, withSession({ id: "taken" }, (s) => appendMany(s, 2)))
         const file = join(directory, "taken.jsonl")
         const before = read(file)
         yield* persisted(directory, Effect.gen(function*() {
-          const session = yield* (yield* SessionStore).create({ id: "taken" })
+          const store = yield* SessionStore
+          const refused = yield* Effect.flip(store.create({ id: "taken" }))
+          expect(refused._tag).toBe("SessionExistsError")
+          expect(refused.code).toBe("SESSION_EXISTS")
+          expect(refused.message).toBe(
+            `session "taken" exists already in ${file}; continue it with JsonlSessions.resume, or create the new session under another id`
+          )
+          // a fork of it under the same id is refused the same way; under another id it is written
+          const resumed = yield* (yield* JsonlSessions.JsonlSessions).resume("taken")
+          const events = yield* resumed.session.events
+          expect((yield* Effect.flip(store.create({ id: "taken", seed: events }))).code).toBe("SESSION_EXISTS")
+          const fork = yield* store.create({ id: "fork", seed: events })
+          yield* flush(fork)
+        }))
+        expect(read(file)).toBe(before)
+        expect(readdirSync(directory).sort()).toStrictEqual(["fork.jsonl", "taken.jsonl"])
+      })
+    ))
+
+  it.effect("a file that appears after the session was created (another process) fails its flushes with PERSISTENCE", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const file = join(directory, "late.jsonl")
+        const theirs = JsonlSessions.headerLine("late", 1_700_000_000_000)
+        yield* persisted(directory, Effect.gen(function*() {
+          const session = yield* (yield* SessionStore).create({ id: "late" })
+          writeFileSync(file, theirs)
           yield* appendMany(session, 3)
           const first = yield* Effect.flip(flush(session))
           expect(first.code).toBe("PERSISTENCE")
           expect(first.message).toContain(file)
           expect(first.message).toContain("exists already")
           expect(first.message).toContain("resume")
-          const second = yield* Effect.flip(flush(session))
-          expect(second.code).toBe("PERSISTENCE")
+          expect((yield* Effect.flip(flush(session))).code).toBe("PERSISTENCE")
         }))
-        expect(read(file)).toBe(before)
-        expect(readdirSync(directory)).toStrictEqual(["taken.jsonl"])
+        expect(read(file)).toBe(theirs)
+        expect(readdirSync(directory)).toStrictEqual(["late.jsonl"])
       })
     ))
 })

@@ -67,9 +67,10 @@
  * `PersistenceError` whose cause is a `SessionLockedError`, and that session stops writing for
  * good (every later flush fails), so the log keeps one writer's events — never a mix.
  *
- * A session created in the store whose id the database has already fails every flush with a
- * `PersistenceError` ("exists already") and never writes that session: continue it with
- * {@link PgSessions.resume}.
+ * Creating a session in the store under an id the database holds fails at once with
+ * `SessionExistsError` (`SESSION_EXISTS`): continue it with {@link PgSessions.resume}. One whose
+ * id another process stores after the creation fails every flush with a `PersistenceError`
+ * ("exists already") and never writes that session.
  *
  * ## Reading and resuming
  *
@@ -703,6 +704,32 @@ export const layer = (
           Effect.andThen(stateFor(session)),
           Effect.flatMap((state) => flushAndRelease(state, "when it closed"))
         )
+
+      // A new session may not take an id the database holds: that session is continued by
+      // `resume` (which creates its session with the stored events), never written over. A
+      // database that cannot answer lets the session through; its first flush then says why.
+      yield* store.admission.register({
+        name: "PgSessions",
+        around: (admission, next) =>
+          resuming.has(admission.id)
+            ? next(admission)
+            : Effect.flatMap(
+              Effect.orElseSucceed(
+                sql`SELECT 1 FROM ${sql(sessionsTable)} WHERE session_id = ${admission.id}`.pipe(Effect.map((rows) => rows.length > 0)),
+                () => false
+              ),
+              (stored) =>
+                stored
+                  ? Effect.fail(
+                    new SessionErrors.SessionExistsError({
+                      message: `session ${JSON.stringify(admission.id)} exists already in ${sessionsTable}; continue it with ` +
+                        "PgSessions.resume, or create the new session under another id",
+                      sessionId: admission.id
+                    })
+                  )
+                  : next(admission)
+            )
+      })
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),
