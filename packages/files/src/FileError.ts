@@ -96,8 +96,10 @@ export const NumberedLine = Schema.Struct({
 export interface NumberedLine extends Schema.Schema.Type<typeof NumberedLine> {}
 
 /**
- * An edit whose old text does not occur in the file. `closest` is the line most like the old
- * text's first line, when one is close enough to be worth showing.
+ * An edit whose old text does not occur in the file. `closest` is the line of the file to look
+ * at: where the longest start of the old text that the file holds stops matching it (the file's
+ * last line when the old text goes on past its end), or, when not even the old text's first
+ * line is in the file, the line most like it, when one is close enough to be worth showing.
  *
  * @since 0.1.0
  * @category errors

@@ -16,7 +16,8 @@
  * while the call runs (see docs/adr/0020-file-tools-confinement.md for what is guaranteed).
  * Failures reach the model as tool results with their codes: `FILE_NOT_FOUND`, `FILE_IO`
  * (with the system's code), `FILE_BINARY`, `FILE_TOO_LARGE`, `EDIT_NOT_FOUND`,
- * `EDIT_AMBIGUOUS`, `INVALID_ARGS` (a regular expression that does not compile).
+ * `EDIT_AMBIGUOUS`, `INVALID_ARGS` (a regular expression that does not compile, a glob pattern
+ * with a `[` or `{` left open).
  *
  * Inside an agent, `write` and `edit` record each file they change in the agent's session as
  * a {@link Changed} event.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Glob } from "effect"
 import { mkdirSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
+import { globProblem } from "../src/internal/pattern.ts"
 import { codeOf, execute, filesLayer, populate, tempDir, textOf } from "./fixtures.ts"
 
 const run = (name: string, args: object) =>
@@ -101,6 +102,52 @@ describe("glob", () => {
         expect((yield* run("glob", { pattern: "**/*.ts", path: "README.md" })).code).toBe("FILE_IO")
       }).pipe(Effect.provide(filesLayer(root)))
     }).pipe(Effect.scoped))
+
+  it.effect("a malformed pattern is INVALID_ARGS naming it and what is wrong, not an answer of no matches", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      project(root)
+      populate(root, { "src/[draft].ts": "x\n" })
+      const refused = (tool: string, args: object) =>
+        Effect.map(execute(tool, args), (r) => {
+          expect(r.error).toStrictEqual({ tag: "ToolArgsError", code: "INVALID_ARGS" })
+          return textOf(r)
+        })
+      yield* Effect.gen(function*() {
+        expect(yield* refused("glob", { pattern: "src/[ab.ts" })).toBe(
+          `Invalid arguments for tool "glob" (1 problem):\n- at pattern: Expected a valid glob pattern: the "[" at ` +
+            `character 5 opens a set of characters that no "]" closes within its path segment (write \\[ to match ` +
+            `a "[" itself), got "src/[ab.ts"`
+        )
+        expect(yield* refused("glob", { pattern: "**/*.{ts,md" })).toBe(
+          `Invalid arguments for tool "glob" (1 problem):\n- at pattern: Expected a valid glob pattern: the "{" at ` +
+            `character 6 opens alternatives that no "}" closes (write \\{ to match a "{" itself), got "**/*.{ts,md"`
+        )
+        // a set ends in its own path segment
+        expect(yield* refused("glob", { pattern: "src/[a/b]*.ts" })).toMatch(/the "\[" at character 5 opens a set/)
+        // search's file filter is a glob pattern too
+        expect(yield* refused("search", { pattern: "TODO", glob: "*.{ts" })).toMatch(
+          /^Invalid arguments for tool "search" \(1 problem\):\n- at glob: Expected a valid glob pattern: the "\{" at character 3/
+        )
+        // escaped, the characters match themselves; a "]" first in a set is one of its members
+        expect((yield* run("glob", { pattern: "src/\\[draft].ts" })).text).toBe("src/[draft].ts")
+        expect((yield* run("glob", { pattern: "src/[[]draft[]].ts" })).text).toBe("src/[draft].ts")
+        expect((yield* run("glob", { pattern: "{src,test}/[[:lower:]]*.ts" })).text).toBe(
+          "src/greet.ts\nsrc/index.ts\ntest/greet.test.ts\n(ignored: .git, node_modules; give a path inside one to search it)"
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
+  it("refuses exactly the patterns effect's Glob would take literally", () => {
+    const malformed = ["[", "a[", "[]", "[!]", "[^]", "a[b/c]", "[a-\\]", "{", "{a,b", "{a,{b}", "x/{c"]
+    for (const pattern of malformed) {
+      expect(globProblem(pattern), pattern).toBeDefined()
+      // what would have been read as a plain character: the pattern matches itself, unescaped
+      expect(Glob.match(Glob.make(pattern), pattern.replaceAll("\\", "")), pattern).toBe(true)
+    }
+    const wellFormed = ["*.ts", "[]]", "[!]]", "[a-\\]]", "[[:digit:]]", "[[:nope:]]", "\\[", "a\\{", "{a}", "a}", "]", "[{]"]
+    for (const pattern of wellFormed) expect(globProblem(pattern), pattern).toBeUndefined()
+  })
 
   it.effect("ignore patterns and the walk's bound are configurable", () =>
     Effect.gen(function*() {

@@ -198,6 +198,68 @@ describe("edit", () => {
       expect(content(root, "greet.js")).toBe(source)
     }).pipe(Effect.scoped))
 
+  it.effect("EDIT_NOT_FOUND says where old stops matching once its first line is found, whitespace only when that is all", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "greet.js": source, "mixed.txt": "one\r\ntwo\nthree\r\n" })
+      const notFound = (path: string, old: string) =>
+        Effect.map(run("edit", { path, old, new: "x" }), (r) => {
+          expect(r.code).toBe("EDIT_NOT_FOUND")
+          return r.text.replace(`The old text does not occur in "${path}"; `, "")
+        })
+      yield* Effect.gen(function*() {
+        // the first line is the file's: the difference is further down, and not whitespace
+        expect(yield* notFound("greet.js", "function greet(name) {\n  return 'hallo ' + name\n}")).toBe(
+          `the first line of old matches line 1 of the file, but line 2 of old differs from line 2 of the file: ` +
+            `"  return 'hello ' + name"`
+        )
+        expect(yield* notFound("greet.js", "function greet(name) {\n  return 'hello ' + name\n}\nconsole.log")).toBe(
+          `lines 1–3 of old match lines 1–3 of the file, but line 4 of old differs from line 4 of the file: ""`
+        )
+        // a whitespace difference is named as one where it is
+        expect(yield* notFound("greet.js", "function greet(name) {\n  return 'hello '+name")).toBe(
+          `the first line of old matches line 1 of the file, but line 2 of old differs from line 2 of the file only ` +
+            `in whitespace: "  return 'hello ' + name"`
+        )
+        expect(yield* notFound("greet.js", "console.log(greet('world'))\ngreet('again')")).toBe(
+          "the first line of old matches line 5 of the file, but old goes on past the end of the file, at line 5"
+        )
+        // a line equal to old's first non-blank one is not a whitespace difference
+        expect(yield* notFound("greet.js", "\n\nfunction greet(name) {")).toBe(
+          "line 1 of the file is line 3 of old exactly, so what differs is in the lines around it"
+        )
+        // text as read, from a file that mixes CRLF and LF line endings
+        expect(yield* notFound("mixed.txt", "one\ntwo\nthree")).toBe(
+          `the first line of old matches line 1 of the file, but line 2 of old differs from line 2 of the file only ` +
+            `in how it ends (CRLF or LF): "two"`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "greet.js")).toBe(source)
+    }).pipe(Effect.scoped))
+
+  it.effect("replaceAll shows each changed line once: replacements sharing a line are one hunk", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "a.txt": "a a\nb\na\n", "b.txt": "x x\ny\nx x\nx x\nx x\n", "c.txt": "a\na\nz\n" })
+      yield* Effect.gen(function*() {
+        expect((yield* run("edit", { path: "a.txt", old: "a", new: "c", replaceAll: true })).text).toBe(
+          `Edited "a.txt": 3 replacements (lines 1, 3)\n@@ -1,1 +1,1 @@\n-a a\n+c c\n@@ -3,1 +3,1 @@\n-a\n+c`
+        )
+        // the bound counts hunks; what is left unshown counts replacements
+        expect((yield* run("edit", { path: "b.txt", old: "x", new: "w", replaceAll: true })).text).toBe(
+          `Edited "b.txt": 8 replacements (lines 1, 3, 4, 5)\n` +
+            "@@ -1,1 +1,1 @@\n-x x\n+w w\n@@ -3,1 +3,1 @@\n-x x\n+w w\n@@ -4,1 +4,1 @@\n-x x\n+w w\n" +
+            "… 2 more replacements"
+        )
+        // replacements on lines of their own that end up on one line are one hunk too
+        expect((yield* run("edit", { path: "c.txt", old: "a\n", new: "b", replaceAll: true })).text).toBe(
+          `Edited "c.txt": 2 replacements (lines 1, 2)\n@@ -1,3 +1,1 @@\n-a\n-a\n-z\n+bbz`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "a.txt")).toBe("c c\nb\nc\n")
+      expect(content(root, "c.txt")).toBe("bbz\n")
+    }).pipe(Effect.scoped))
+
   it.effect("old text that is not unique is EDIT_AMBIGUOUS with the count and lines; replaceAll replaces them all", () =>
     Effect.gen(function*() {
       const root = yield* tempDir

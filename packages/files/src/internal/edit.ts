@@ -16,8 +16,9 @@ import {
 import { access, expectFile, pathParameter, type Settings } from "./access.ts"
 import type { Handle, Stat } from "./descriptor.ts"
 import { recordChange } from "./events.ts"
+import * as Mismatch from "./mismatch.ts"
 import { show, type SystemFailure } from "./system.ts"
-import { closestLine, cutLine, decode, formatSize, linesAt, splitLines, withoutCr } from "./text.ts"
+import { cutLine, decode, formatSize, linesAt, splitLines, withoutCr } from "./text.ts"
 import { openChild, shownRel } from "./workspace.ts"
 import { atomicWrite } from "./write.ts"
 
@@ -63,7 +64,8 @@ interface Replacement {
 
 type Plan =
   | { readonly _tag: "Same" }
-  | { readonly _tag: "NotFound" }
+  /** `tried`: the old texts looked for, the one as given first. */
+  | { readonly _tag: "NotFound"; readonly tried: ReadonlyArray<string> }
   | { readonly _tag: "Ambiguous"; readonly at: ReadonlyArray<number> }
   | { readonly _tag: "Replace"; readonly replacement: Replacement }
 
@@ -76,15 +78,17 @@ export const plan = (text: string, old: string, replacement: string, replaceAll:
   if (old === replacement) return { _tag: "Same" }
   let variant = { old, new: replacement }
   let found = occurrences(text, old)
+  const tried = [old]
   if (found.length === 0 && old.includes("\n") && !old.includes("\r\n") && text.includes("\r\n")) {
     const crlf = { old: old.replaceAll("\n", "\r\n"), new: replacement.replaceAll(/\r?\n/g, "\r\n") }
     const again = occurrences(text, crlf.old)
+    tried.push(crlf.old)
     if (again.length > 0) {
       variant = crlf
       found = again
     }
   }
-  if (found.length === 0) return { _tag: "NotFound" }
+  if (found.length === 0) return { _tag: "NotFound", tried }
   if (found.length > 1 && !replaceAll) return { _tag: "Ambiguous", at: found }
   return { _tag: "Replace", replacement: { ...variant, at: disjoint(found, variant.old.length) } }
 }
@@ -100,44 +104,78 @@ export const apply = (text: string, r: Replacement): string => {
   return out + text.slice(from)
 }
 
-/** The whole lines of `text` that the characters from `from` to `to` touch. */
-const touched = (text: string, from: number, to: number): Array<string> => {
-  const start = text.lastIndexOf("\n", from - 1) + 1
-  const endsLine = to > from && text[to - 1] === "\n"
-  const next = text.indexOf("\n", endsLine ? to - 1 : to)
-  return text.slice(start, endsLine ? to - 1 : next < 0 ? text.length : next).split("\n").map(withoutCr)
-}
-
-/** Whether the characters from `from` to `to` are whole lines, their line breaks included. */
-const wholeLines = (text: string, from: number, to: number): boolean =>
-  (from === 0 || text[from - 1] === "\n") && to > from && text[to - 1] === "\n"
-
 const side = (sign: string, lines: ReadonlyArray<string>): Array<string> => {
   const shown = lines.slice(0, linesPerSide).map((line) => `${sign}${cutLine(line, diffLineLength)}`)
   return lines.length > linesPerSide ? [...shown, `${sign}… ${lines.length - linesPerSide} more lines`] : shown
 }
 
-/** A compact diff of the first replacements: the lines each touches, before and after. */
+/** The lines of `text` from `start` (where a line starts) to `end` (where one starts, or the end). */
+const linesBetween = (text: string, start: number, end: number): Array<string> =>
+  splitLines(text.slice(start, end)).map(withoutCr)
+
+/** Where the line holding `at` starts (`lastIndexOf` from -1 would still look at the first character). */
+const lineStart = (text: string, at: number): number => (at === 0 ? 0 : text.lastIndexOf("\n", at - 1) + 1)
+
+/** Whether a line starts at `at`. */
+const startsLine = (text: string, at: number): boolean => at === 0 || text[at - 1] === "\n"
+
+/**
+ * Replacements shown together: a run of them whose lines overlap, before or after the edit
+ * (two on one line, or one whose line break the replacement drops, joining the next line), so
+ * that no line is shown twice. `first` and `last` index `Replacement.at`; `end` is where the
+ * hunk's lines end in the original text: at a line start in both texts, or at the end.
+ */
+interface Hunk {
+  readonly first: number
+  readonly last: number
+  readonly end: number
+}
+
+/** The first `max` hunks of a replacement; `newAt(i)` is where replacement `i` lands in `after`. */
+const hunksOf = (before: string, after: string, r: Replacement, newAt: (i: number) => number, max: number) => {
+  const hunks: Array<Hunk> = []
+  // the first line break at or after a position (the length when there is none): looked for
+  // once per line, however many replacements the line holds
+  let lineBreak = -1
+  for (let i = 0; i < r.at.length; i++) {
+    const current = hunks[hunks.length - 1]
+    // a hunk ends where a line starts, so a replacement before its end shares one of its lines
+    const joins = current !== undefined && r.at[i]! < current.end
+    if (!joins && hunks.length === max) break
+    const to = r.at[i]! + r.old.length
+    let end = to
+    // what follows a replacement is the same in both texts: the hunk ends at the first line start of both
+    if (!startsLine(before, to) || !startsLine(after, newAt(i) + r.new.length)) {
+      if (lineBreak < to) {
+        const found = before.indexOf("\n", to)
+        lineBreak = found < 0 ? before.length : found
+      }
+      end = Math.min(lineBreak + 1, before.length)
+    }
+    hunks[joins ? hunks.length - 1 : hunks.length] = { first: joins ? current.first : i, last: i, end }
+  }
+  return hunks
+}
+
+/** A compact diff of the first replacements: the whole lines of each hunk, before and after. */
 export const diff = (before: string, after: string, r: Replacement): string => {
-  const shownAt = r.at.slice(0, hunksShown)
   const shift = r.new.length - r.old.length
-  const newAt = shownAt.map((at, i) => at + i * shift)
-  const oldLines = linesAt(before, shownAt)
-  const newLines = linesAt(after, newAt)
-  const hunks = shownAt.map((at, i) => {
-    const removed = touched(before, at, at + r.old.length)
-    // whole lines deleted leave no line behind to show as added
-    const added = r.new === "" && wholeLines(before, at, at + r.old.length)
-      ? []
-      : touched(after, newAt[i]!, newAt[i]! + r.new.length)
+  const newAt = (i: number) => r.at[i]! + i * shift
+  const hunks = hunksOf(before, after, r, newAt, hunksShown)
+  const oldLines = linesAt(before, hunks.map((h) => r.at[h.first]!))
+  const newLines = linesAt(after, hunks.map((h) => newAt(h.first)))
+  const shown = hunks.map(({ end, first, last }, i) => {
+    const removed = linesBetween(before, lineStart(before, r.at[first]!), end)
+    // whole lines deleted leave an empty range behind: no line is shown as added
+    const added = linesBetween(after, lineStart(after, newAt(first)), end + (last + 1) * shift)
     return [
       `@@ -${oldLines[i]},${removed.length} +${newLines[i]},${added.length} @@`,
       ...side("-", removed),
       ...side("+", added)
     ].join("\n")
   })
-  const rest = r.at.length - shownAt.length
-  return rest > 0 ? [...hunks, `… ${rest} more replacement${rest === 1 ? "" : "s"}`].join("\n") : hunks.join("\n")
+  const rest = r.at.length - (hunks.length === 0 ? 0 : hunks[hunks.length - 1]!.last + 1)
+  return rest > 0 ? [...shown, `… ${rest} more replacement${rest === 1 ? "" : "s"}`].join("\n") : shown.join("\n")
 }
 
 /** Reads a whole file of at most `limit` bytes (a file that grew past it reads as `limit + 1`). */
@@ -159,6 +197,10 @@ const readAll = (handle: Handle, size: number, limit: number): Effect.Effect<Uin
   })
 
 const sameFile = (a: Stat, b: Stat) => a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs
+
+/** Ascending numbers without repeats. */
+const distinct = (ascending: ReadonlyArray<number>): Array<number> =>
+  ascending.filter((n, i) => i === 0 || n !== ascending[i - 1])
 
 const listLines = (lines: ReadonlyArray<number>): string =>
   lines.length > linesListed
@@ -204,20 +246,11 @@ export const make = (settings: Settings) =>
             case "Same":
               return `No change: old and new are the same text, so ${show(path)} was left as it is`
             case "NotFound": {
-              const closest = closestLine(splitLines(text), old.split("\n").find((line) => line.trim() !== "") ?? old)
-              const hint = closest === undefined
-                ? "read the file to see its current text"
-                : closest.whitespaceOnly
-                ? `line ${closest.line} differs from the first line of old only in whitespace: ${
-                  JSON.stringify(cutLine(closest.text, diffLineLength))
-                }`
-                : `the closest line is ${closest.line}: ${JSON.stringify(cutLine(closest.text, diffLineLength))}`
+              const { closest, hint } = Mismatch.hint(text, planned.tried, diffLineLength)
               return yield* new EditNotFoundError({
                 path,
                 message: `The old text does not occur in ${show(path)}; ${hint}`,
-                ...(closest === undefined
-                  ? {}
-                  : { closest: { line: closest.line, text: cutLine(closest.text, diffLineLength) } })
+                ...(closest === undefined ? {} : { closest })
               })
             }
             case "Ambiguous": {
@@ -249,9 +282,10 @@ export const make = (settings: Settings) =>
               const written = shownRel([...parent.rel, file.name])
               yield* recordChange({ tool: "edit", path: written, change: "edited", bytes: encoded.byteLength })
               const count = r.at.length
-              const lines = linesAt(text, r.at)
+              // two replacements on one line name it once
+              const lines = distinct(linesAt(text, r.at))
               return `Edited ${show(shownRel(rel))}: ${count} replacement${count === 1 ? "" : "s"} (line${
-                count === 1 ? "" : "s"
+                lines.length === 1 ? "" : "s"
               } ${listLines(lines)})\n${diff(text, edited, r)}`
             }
           }

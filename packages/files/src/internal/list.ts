@@ -9,6 +9,7 @@ import type * as FileSystem from "effect/FileSystem"
 import * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
 import { access, countParameter, denied, expectDirectory, pathParameter, type Settings } from "./access.ts"
+import { globParameter } from "./pattern.ts"
 import { failure, show } from "./system.ts"
 import { formatSize } from "./text.ts"
 import { walk, walkNotes } from "./walk.ts"
@@ -87,10 +88,10 @@ export const makeList = (settings: Settings) =>
 
 /** The glob tool's parameters. */
 export const GlobParameters = Schema.Struct({
-  pattern: Schema.String.check(Schema.isMinCodePoints(1)).annotate({
-    description: "A glob pattern relative to path: * and ? within a name, ** across directories, {a,b} " +
+  pattern: globParameter(
+    "A glob pattern relative to path: * and ? within a name, ** across directories, {a,b} " +
       "alternatives, [abc] sets; e.g. **/*.ts or src/**/test_*.py. A pattern ending in / matches directories"
-  }),
+  ),
   path: Schema.optionalKey(pathParameter("The directory to search under (default: the workspace root)")),
   limit: Schema.optionalKey(countParameter(maxResults, `How many paths to show at most (default: ${defaultLimit})`))
 })

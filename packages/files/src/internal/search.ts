@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
 import { access, type AccessError, countParameter, pathParameter, type Settings } from "./access.ts"
+import { globParameter } from "./pattern.ts"
 import { make as systemFailure } from "./system.ts"
 import { decode, excerpt, formatSize, splitLines, withoutCr } from "./text.ts"
 import { walk, walkNotes } from "./walk.ts"
@@ -28,10 +29,10 @@ export const SearchParameters = Schema.Struct({
   regex: Schema.optionalKey(Schema.Boolean.annotate({ description: "Treat pattern as a regular expression (default: false)" })),
   ignoreCase: Schema.optionalKey(Schema.Boolean.annotate({ description: "Match regardless of case (default: false)" })),
   glob: Schema.optionalKey(
-    Schema.String.check(Schema.isMinCodePoints(1)).annotate({
-      description: "Search only the files matching this glob pattern: against the file name when it has no /, " +
+    globParameter(
+      "Search only the files matching this glob pattern: against the file name when it has no /, " +
         "else against the path from path (e.g. *.ts, src/**/*.py)"
-    })
+    )
   ),
   limit: Schema.optionalKey(countParameter(maxMatches, `How many matching lines to show at most (default: ${defaultLimit})`))
 })
