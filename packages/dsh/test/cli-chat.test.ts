@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { writeFile } from "node:fs/promises"
 import { execFileSync } from "node:child_process"
 import { join } from "node:path"
@@ -249,6 +249,12 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     await t.waitFor("[dsh exited 0]")
     t.close()
     await fake.close()
+    // the session replays identically, both /compacts included (the one with nothing to do too;
+    // the summarizing call is no model/request event: the compaction records what it asked)
+    const [file] = readdirSync(home.sessions).filter((name) => name.endsWith(".jsonl"))
+    const replayed = await dsh(home, ["replay", join(home.sessions, file!), "--tools", "none"])
+    expect(replayed.stderr).toMatch(/replays identically: 4 turns, 4 model requests, \d+ events\n$/)
+    expect(replayed.status).toBe(0)
   })
 
   it("dsh resume without an id chats on in the latest session", async () => {

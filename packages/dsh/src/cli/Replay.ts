@@ -31,6 +31,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import * as Config from "./Config.ts"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
@@ -53,6 +54,8 @@ export type Action =
   | { readonly _tag: "Steer"; readonly content: ReadonlyArray<Content.ContentBlock> }
   | { readonly _tag: "Inject"; readonly content: ReadonlyArray<Content.ContentBlock>; readonly source: string }
   | { readonly _tag: "Abort"; readonly reason: string | undefined }
+  /** `agent.compact()` while the agent was idle (`/compact`), whether it compacted anything or not. */
+  | { readonly _tag: "Compact" }
   /** The agent's scope closes: it is disposed (mid-turn, or at the end of its part). */
   | { readonly _tag: "Close" }
   /** The recording stops here without its agent being disposed (the process ended). */
@@ -179,6 +182,9 @@ export const plan = (events: ReadonlyArray<SessionEvent.SessionEvent>): Plan => 
     segment.last = event.seq
     switch (event.type) {
       case "agent/status":
+        if (event.data.status === "running" && isAskedCompaction(events[index + 1])) {
+          add(segment, events[index - 1]?.seq ?? segment.start, { _tag: "Compact" })
+        }
         if (event.data.status === "disposed") {
           segment.disposed = true
           const before = events[index - 1]
@@ -227,6 +233,15 @@ export const plan = (events: ReadonlyArray<SessionEvent.SessionEvent>): Plan => 
   }
   return { segments, model }
 }
+
+/**
+ * Whether what follows an agent's `running` is an asked-for compaction rather than a turn: the
+ * manual compaction's events, or straight `idle` again (there was nothing to compact).
+ */
+const isAskedCompaction = (next: SessionEvent.SessionEvent | undefined): boolean =>
+  next !== undefined &&
+  ((next.type === "agent/status" && next.data.status === "idle") ||
+    ((next.type === "compaction/applied" || next.type === "compaction/failed") && next.data.reason === "manual"))
 
 const cutWhy = (segment: Building): string =>
   `the recording's agent ${segment.agentId} stops at seq ${segment.last} without being disposed ` +
@@ -308,8 +323,18 @@ const appendRecorded = (session: Session.Session, event: SessionEvent.SessionEve
     ? (session.append as (type: string, data: unknown) => Effect.Effect<unknown>)(event.type, event.data)
     : session.append(unknownExtension(event.type), event.data as Schema.Json)
 
-const perform = (agent: Agent.Agent, action: Action, stop: Deferred.Deferred<Stop>, seq: number) => {
+const perform = (
+  agent: Agent.Agent,
+  action: Action,
+  stop: Deferred.Deferred<Stop>,
+  seq: number,
+  compactions: Queue.Queue<void>
+) => {
   switch (action._tag) {
+    case "Compact":
+      // compact() waits for the agent and is refused from inside it (where listeners run): it
+      // is asked from a fiber of the replay's own
+      return Queue.offer(compactions, undefined)
     case "Send":
       return agent.send(action.content)
     case "Steer":
@@ -342,6 +367,7 @@ const replaySegment = (
   Effect.gen(function*() {
     for (const event of segment.preamble) yield* appendRecorded(session, event)
     const stop = yield* Deferred.make<Stop>()
+    const compactions = yield* Queue.unbounded<void>()
     const hooks = yield* AgentHooks
     yield* hooks.listeners.register({
       name: "dsh replay",
@@ -353,11 +379,13 @@ const replaySegment = (
             Deferred.doneUnsafe(stop, Effect.succeed({ _tag: "Diverged", seq: event.seq }))
             return
           }
-          for (const action of segment.after.get(event.seq) ?? []) yield* perform(agent, action, stop, event.seq)
+          for (const action of segment.after.get(event.seq) ?? []) yield* perform(agent, action, stop, event.seq, compactions)
         }).pipe(Effect.catch(() => Effect.void))
     })
     const agent = yield* Runtime.agent({ ...settings, model }, { resume: session }, { id: segment.agentId })
-    for (const action of segment.initial) yield* perform(agent, action, stop, segment.start)
+    // a compaction that fails is logged as the recording's was; the comparison judges it
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(compactions), Effect.ignore(agent.compact()))))
+    for (const action of segment.initial) yield* perform(agent, action, stop, segment.start, compactions)
     const result = yield* Deferred.await(stop).pipe(
       Effect.timeoutOrElse({
         duration: `${STALL_SECONDS} seconds`,
