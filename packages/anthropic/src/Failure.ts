@@ -118,24 +118,13 @@ export const describe = (error: unknown): string => {
 }
 
 /**
- * Milliseconds to wait, from the `retry-after` header (delay-seconds, possibly fractional, or
- * an HTTP date). `undefined` when absent or unreadable; a date in the past is 0.
+ * Milliseconds to wait, from the `retry-after-ms` or `Retry-After` header (delay-seconds or an
+ * HTTP date); `@dsh/llm`'s `LlmError.retryAfterMillis`, which every adapter reads them with.
  *
  * @since 0.1.0
  * @category utils
  */
-export const retryAfterMillis = (
-  headers: Readonly<Record<string, string | undefined>>,
-  now: number
-): number | undefined => {
-  const value = headers["retry-after"]?.trim()
-  if (value === undefined || value === "") return undefined
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000)
-  // An HTTP date names a weekday or month, which a bare number or garbage does not.
-  if (!/[a-z]/i.test(value)) return undefined
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+export const retryAfterMillis: typeof LlmError.retryAfterMillis = LlmError.retryAfterMillis
 
 /**
  * What an error body says: the API's error type and message, and the request id. A body that

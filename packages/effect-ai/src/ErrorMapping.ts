@@ -22,7 +22,7 @@
  * | `InvalidResponseError`, `InvalidOutputError`, `StructuredOutputError` | `LlmProtocolError` | `LLM_PROTOCOL` | the provider's answer did not decode |
  * | `ToolNotFoundError`, `ToolParameterValidationError` | `LlmProtocolError` | `LLM_PROTOCOL` | a tool call in the answer broke the protocol (e.g. a provider that parses arguments itself met arguments that are not JSON) |
  * | `InvalidToolResultError`, `ToolResultEncodingError` | `LlmProtocolError` | `LLM_PROTOCOL` | only raised when effect/ai runs tool handlers, which the bridge never lets it do |
- * | `UnknownError` with an HTTP status | by status: 401/402/403 auth, 408 transport, 429 rate limit, 400/413/422 saying the context was exceeded overflow, 5xx server, other 4xx invalid request | | as the native adapters read statuses |
+ * | `UnknownError` with an HTTP status | by status: 401/402/403 auth, 408 transport, 429 rate limit (`retryAfterMillis` from the response's `retry-after-ms` / `Retry-After`), 400/413/422 saying the context was exceeded overflow, 5xx server, other 4xx invalid request | | as the native adapters read statuses |
  * | `UnknownError` without a status | `LlmServerError` | `LLM_SERVER` | the provider failed without saying how; treated as its side (retryable), which is the safe guess for an unclassified failure |
  * | a reason this module does not know (a newer effect) | `LlmServerError` | `LLM_SERVER` | same reasoning as `UnknownError` |
  * | a failure that is not an `AiError` | `LlmProtocolError` | `LLM_PROTOCOL` | the provider broke `LanguageModel`'s own error contract |
@@ -47,6 +47,16 @@ const statusOf = (reason: AiError.AiErrorReason): number | undefined => {
   const http = (reason as { readonly http?: { readonly response?: { readonly status?: unknown } } }).http
   const status = http?.response?.status
   return typeof status === "number" ? status : undefined
+}
+
+// The response's headers that are not redacted, by lower-case name.
+const plainHeaders = (reason: AiError.AiErrorReason): Record<string, string> => {
+  const http = (reason as { readonly http?: { readonly response?: { readonly headers?: unknown } } }).http
+  const headers = http?.response?.headers
+  if (typeof headers !== "object" || headers === null) return {}
+  const plain: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) if (typeof value === "string") plain[name.toLowerCase()] = value
+  return plain
 }
 
 const withStatus = (status: number | undefined): { readonly status?: number } =>
@@ -82,7 +92,7 @@ const overflow = (base: { readonly message: string; readonly cause?: unknown }):
 
 /**
  * Maps an `AiError` reason. `message` defaults to the reason's own message; `cause` to the
- * reason.
+ * reason; `now` (epoch ms, for a `Retry-After` that is a date) to the current time.
  *
  * @since 0.1.0
  * @category mapping
@@ -90,7 +100,8 @@ const overflow = (base: { readonly message: string; readonly cause?: unknown }):
 export const fromReason = (
   reason: AiError.AiErrorReason,
   message: string = reason.message,
-  cause: unknown = reason
+  cause: unknown = reason,
+  now: number = Date.now()
 ): LlmError.LlmError => {
   const base = { message, cause }
   const status = statusOf(reason)
@@ -127,8 +138,13 @@ export const fromReason = (
     case "InvalidToolResultError":
     case "ToolResultEncodingError":
       return new LlmError.LlmProtocolError(base)
-    case "UnknownError":
-      return status === undefined ? new LlmError.LlmServerError(base) : fromStatus(status, message, cause)
+    case "UnknownError": {
+      if (status === undefined) return new LlmError.LlmServerError(base)
+      const mapped = fromStatus(status, message, cause)
+      // a 429 the provider module did not classify still says when to retry in its headers
+      const wait = mapped._tag === "LlmRateLimitError" ? LlmError.retryAfterMillis(plainHeaders(reason), now) : undefined
+      return wait === undefined ? mapped : new LlmError.LlmRateLimitError({ ...base, retryAfterMillis: wait })
+    }
     default: {
       // a reason added by a newer effect: unclassified, so treated like `UnknownError`
       const unknown: { readonly _tag: string } = reason

@@ -117,6 +117,18 @@ describe("AiError → LlmError", () => {
     ])
   })
 
+  it("an UnknownError 429 keeps the response's retry hint: Retry-After seconds or date, retry-after-ms", () => {
+    const throttled = (headers: Record<string, string>, now?: number) =>
+      ErrorMapping.fromReason(new AiError.UnknownError({ http: { response: { status: 429, headers } } }), undefined, undefined, now)
+    expect(throttled({ "Retry-After": "7" })).toMatchObject({ _tag: "LlmRateLimitError", code: "LLM_RATE_LIMIT", retryAfterMillis: 7000 })
+    expect(throttled({ "retry-after-ms": "1500" })).toMatchObject({ retryAfterMillis: 1500 })
+    const now = Date.parse("Wed, 02 Dec 2026 12:00:00 GMT")
+    expect(throttled({ "retry-after": "Wed, 02 Dec 2026 12:00:30 GMT" }, now)).toMatchObject({ retryAfterMillis: 30_000 })
+    const unreadable = throttled({ "retry-after": "soon" })
+    expect(unreadable._tag).toBe("LlmRateLimitError")
+    expect(unreadable).not.toHaveProperty("retryAfterMillis")
+  })
+
   it("a request refused for not fitting the context window is an overflow, with the counts its words name", () => {
     const said = "This model's maximum context length is 128000 tokens. However, you requested 131072 tokens."
     expect(ErrorMapping.fromReason(new AiError.InvalidRequestError({ description: said }))).toMatchObject({

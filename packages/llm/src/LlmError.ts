@@ -192,3 +192,27 @@ export const scrubKey = (text: string, key: string): string => {
 }
 
 const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.length && /[\w-]/.test(text[at]!)
+
+/**
+ * Milliseconds to wait before retrying, from a response's headers (names in lower case): the
+ * `retry-after-ms` header some OpenAI-compatible servers send, else `retry-after` as
+ * delay-seconds (possibly fractional) or an HTTP date. `undefined` when absent or unreadable;
+ * a date in the past is 0. For adapters building an {@link LlmRateLimitError}.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const retryAfterMillis = (
+  headers: Readonly<Record<string, string | undefined>>,
+  now: number
+): number | undefined => {
+  const ms = headers["retry-after-ms"]
+  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms))
+  const value = headers["retry-after"]?.trim()
+  if (value === undefined || value === "") return undefined
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000)
+  // An HTTP date names a weekday or month, which a bare number or garbage does not.
+  if (!/[a-z]/i.test(value)) return undefined
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}

@@ -204,27 +204,13 @@ export const reported = (body: string): Reported => {
 export const providerMessage = (body: string): string | undefined => reported(body).message
 
 /**
- * Milliseconds to wait, from the `Retry-After` header (delay-seconds or an HTTP date) or the
- * `retry-after-ms` header some OpenAI-compatible servers send. `undefined` when absent or
- * unreadable; a date in the past is 0.
+ * Milliseconds to wait, from the `retry-after-ms` or `Retry-After` header (delay-seconds or an
+ * HTTP date); `@dsh/llm`'s `LlmError.retryAfterMillis`, which every adapter reads them with.
  *
  * @since 0.1.0
  * @category utils
  */
-export const retryAfterMillis = (
-  headers: Readonly<Record<string, string | undefined>>,
-  now: number
-): number | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms))
-  const value = headers["retry-after"]?.trim()
-  if (value === undefined || value === "") return undefined
-  if (/^\d+$/.test(value)) return Number(value) * 1000
-  // An HTTP date names a weekday or month, which a bare number or garbage does not.
-  if (!/[a-z]/i.test(value)) return undefined
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+export const retryAfterMillis: typeof LlmError.retryAfterMillis = LlmError.retryAfterMillis
 
 const isOverflow = (said: Reported): boolean =>
   [said.code, said.type, said.message].some((value) => Predicate.isString(value) && LlmError.saysContextOverflow(value))
