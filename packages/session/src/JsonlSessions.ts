@@ -72,8 +72,6 @@
  *
  * @since 0.1.0
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import { HarnessError } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -1196,4 +1194,10 @@ export const layerNoDeps = (
 export const layer = (
   options: Options
 ): Layer.Layer<JsonlSessions, PersistenceError, SessionStore | FlushCheckpoint> =>
-  layerNoDeps(options).pipe(Layer.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
+  Layer.unwrap(Effect.map(nodePlatform, (platform) => layerNoDeps(options).pipe(Layer.provide(platform))))
+
+// Loaded when a layer is built, not with this module: a composition that keeps its sessions in
+// memory imports `@dsh/session` too, and should not pay for Node's file system layers.
+const nodePlatform = Effect.promise(() =>
+  Promise.all([import("@effect/platform-node/NodeFileSystem"), import("@effect/platform-node/NodePath")])
+).pipe(Effect.map(([NodeFileSystem, NodePath]) => Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)))
