@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// `npm run build`: the publishable build of every public package (docs/adr/0017): JavaScript,
-// declarations and their maps in packages/<name>/dist, emitted by `tsc` from src/ with the
-// package's tsconfig.build.json. Packages build in layer order (scripts/layers.mjs), since each
+// `npm run build`: the publishable build of every public package (docs/adr/0017): declarations
+// and their maps in packages/<name>/dist, emitted by `tsc` from src/ with the package's
+// tsconfig.build.json, and the JavaScript of each entry point the package exports bundled by
+// rolldown into one file (with a source map), other packages left as imports (ADR 0032): Node
+// loads a package in a few modules rather than one per source file, which halves what
+// importing dsh's packages costs. Packages build in layer order (scripts/layers.mjs), since each
 // resolves the other @dsh packages it imports to their built declarations. Files under src/
 // that are not TypeScript (the DeepSeek testing kit's wire fixtures) are copied beside the
 // JavaScript that loads them. The workspace itself never reads dist/ (it resolves @dsh/* to
@@ -14,6 +17,7 @@
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
+import { build as bundle } from "rolldown"
 import { bundleCommand } from "./bundle-command.mjs"
 import { ALL_PACKAGES, UMBRELLA_PACKAGE } from "./layers.mjs"
 
@@ -46,7 +50,12 @@ const build = async (name) => {
   rmSync(join(dir, "dist"), { recursive: true, force: true })
   const run = spawnSync(tsc, ["-p", join(dir, "tsconfig.build.json")], { stdio: "inherit", cwd: root })
   if (run.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed for @dsh/${name}`)
-  for (const file of walk(join(dir, "dist"))) if (file.endsWith(".d.ts")) rewriteDeclarationSpecifiers(file)
+  for (const file of walk(join(dir, "dist"))) {
+    if (file.endsWith(".d.ts")) rewriteDeclarationSpecifiers(file)
+    // tsc's JavaScript, one file per source module, gives way to the bundled entry points
+    else if (file.endsWith(".js") || file.endsWith(".js.map")) rmSync(file)
+  }
+  await bundleEntries(dir)
   for (const file of walk(join(dir, "src"))) {
     if (file.endsWith(".ts")) continue
     const target = join(dir, "dist", relative(join(dir, "src"), file))
@@ -54,6 +63,40 @@ const build = async (name) => {
     void dirname
   }
   if (name === UMBRELLA_PACKAGE) await bundleCommand()
+}
+
+/**
+ * The package's entry points (its `exports`' sources, e.g. `src/testing/index.ts`) bundled into
+ * dist at the paths its `exports` name (`dist/testing/index.js`); what two entry points share
+ * goes into a chunk under dist/chunks. Every import that is not relative (effect, the other
+ * @dsh packages, node:) stays an import, so each module still exists once in an application.
+ */
+const bundleEntries = async (dir) => {
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))
+  const input = Object.fromEntries(
+    Object.values(manifest.exports ?? {}).map((target) => {
+      const source = target["@dsh/source"]
+      const name = relative("src", source.replace(/^\.\//, "")).replace(/\.ts$/, "")
+      return [name, join(dir, source)]
+    })
+  )
+  if (Object.keys(input).length === 0) return
+  await bundle({
+    cwd: dir,
+    input,
+    platform: "node",
+    logLevel: "warn",
+    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
+    // the JSDoc is in the declarations; license comments are kept
+    output: {
+      dir: join(dir, "dist"),
+      format: "esm",
+      entryFileNames: "[name].js",
+      chunkFileNames: "chunks/[name]-[hash].js",
+      sourcemap: true,
+      comments: { legal: true, annotation: true, jsdoc: false }
+    }
+  })
 }
 
 if (import.meta.main) {
