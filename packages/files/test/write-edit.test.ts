@@ -285,6 +285,20 @@ describe("edit", () => {
       expect(content(root, "list.txt")).toBe(text.replaceAll("TODO", "done"))
     }).pipe(Effect.scoped))
 
+  it.effect("occurrences that share a line name it once in EDIT_AMBIGUOUS", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "pairs.txt": "a = a\nb\n" })
+      yield* Effect.gen(function*() {
+        expect(yield* run("edit", { path: "pairs.txt", old: "a", new: "c" })).toStrictEqual({
+          code: "EDIT_AMBIGUOUS",
+          tag: "EditAmbiguousError",
+          text: `The old text occurs 2 times in "pairs.txt" (starting on line 1); include more ` +
+            "of the surrounding lines to make it unique, or set replaceAll to replace them all"
+        })
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
   it.effect("keeps CRLF line endings, a byte-order mark and the file's permissions", () =>
     Effect.gen(function*() {
       const root = yield* tempDir

@@ -254,14 +254,15 @@ export const make = (settings: Settings) =>
               })
             }
             case "Ambiguous": {
-              const lines = linesAt(text, planned.at)
+              // occurrences sharing a line name it once
+              const lines = distinct(linesAt(text, planned.at))
               return yield* new EditAmbiguousError({
                 path,
                 count: planned.at.length,
                 lines: lines.slice(0, linesListed),
-                message: `The old text occurs ${planned.at.length} times in ${show(path)} (starting on lines ${
-                  listLines(lines)
-                }); include more of the surrounding lines to make it unique, or set replaceAll to replace them all`
+                message: `The old text occurs ${planned.at.length} times in ${show(path)} (starting on line${
+                  lines.length === 1 ? "" : "s"
+                } ${listLines(lines)}); include more of the surrounding lines to make it unique, or set replaceAll to replace them all`
               })
             }
             case "Replace": {
