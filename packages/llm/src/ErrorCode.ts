@@ -51,7 +51,7 @@ export const catalog = {
     raisedBy: "@dsh/model (ModelConflictError), raised by the model registry"
   },
   MIDDLEWARE: {
-    meaning: "A middleware (around any seam: requests, step results, continuation, listeners, prompt assembly, model calls, tool execution) threw or its Effect or Stream died; the message names the middleware and what it threw. (A middleware that fails with a harness error keeps that error's code.)",
+    meaning: "A middleware (around any seam: requests, step results, continuation, listeners, prompt assembly, model calls, tool execution) threw, returned no Effect or Stream, or its Effect or Stream died; the message names the middleware and what went wrong. (Around most seams a middleware's typed failure passes on with its own code; around tool execution a middleware answers with a tool result, whose code it keeps, and one whose Effect fails is MIDDLEWARE.)",
     raisedBy: "@dsh/llm (MiddlewareError), raised by middleware chains"
   },
   INVALID_ARGS: {
@@ -159,7 +159,7 @@ export const catalog = {
     raisedBy: "@dsh/session (CorruptLogError), raised when loading a persisted session"
   },
   PROMPT_SECTION: {
-    meaning: "A system-prompt section computed by an Effect failed or died; the message names the section.",
+    meaning: "A system-prompt section computed by an Effect failed or died, or its content was neither a string nor an Effect of one; the message names the section.",
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
   INVALID_INPUT: {

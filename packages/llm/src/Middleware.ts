@@ -86,6 +86,12 @@ export interface Options<Out> {
    * on from `next`; without it, only throws are blamed.
    */
   readonly mapDefect?: (output: Out, f: (defect: unknown) => unknown) => Out
+  /**
+   * Whether a value is an output of the seam (e.g. `Effect.isEffect`), with what it is called
+   * in messages (`"an Effect"`). With it, a middleware that returns anything else (a Promise, a
+   * plain value) is blamed like one that throws, instead of the seam dying somewhere inside.
+   */
+  readonly output?: { readonly is: (value: unknown) => boolean; readonly named: string }
 }
 
 /**
@@ -115,7 +121,11 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
   // racing with a call never changes a chain that is already running.
   const registered = ScopedList.make<Middleware<In, Out>>()
   const register = (middleware: Middleware<In, Out>) => registered.add(middleware, middleware.order)
-  const { mapDefect, suspend } = options
+  const { mapDefect, output: outputCheck, suspend } = options
+  const checked = (out: Out): Out => {
+    if (outputCheck !== undefined && !outputCheck.is(out)) throw new NotAnOutput(out, outputCheck.named)
+    return out
+  }
 
   const apply = (input: In, terminal: (input: In) => Out): Out => {
     const snapshot = registered.current()
@@ -135,7 +145,7 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
       if (mapDefect === undefined) {
         return suspend(() => {
           try {
-            return middleware.around(value, (next) => at(i + 1, next))
+            return checked(middleware.around(value, (next) => at(i + 1, next)))
           } catch (cause) {
             throw blame(middleware.name, new Thrown(cause))
           }
@@ -143,7 +153,7 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
       }
       const output = suspend(() => {
         try {
-          return middleware.around(value, (next) => mapDefect(at(i + 1, next), pass))
+          return checked(middleware.around(value, (next) => mapDefect(at(i + 1, next), pass)))
         } catch (cause) {
           throw new Thrown(cause)
         }
@@ -166,7 +176,8 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
 export const makeEffect = <In, A, E, R = never>(): Chain<In, Effect.Effect<A, E, R>> =>
   make<In, Effect.Effect<A, E, R>>({
     suspend: Effect.suspend,
-    mapDefect: (output, f) => Effect.catchDefect(output, (defect) => Effect.die(f(defect)))
+    mapDefect: (output, f) => Effect.catchDefect(output, (defect) => Effect.die(f(defect))),
+    output: { is: Effect.isEffect, named: "an Effect" }
   })
 
 /**
@@ -179,12 +190,23 @@ export const makeEffect = <In, A, E, R = never>(): Chain<In, Effect.Effect<A, E,
 export const makeStream = <In, A, E, R = never>(): Chain<In, Stream.Stream<A, E, R>> =>
   make<In, Stream.Stream<A, E, R>>({
     suspend: Stream.suspend,
+    output: { is: Stream.isStream, named: "a Stream" },
     mapDefect: (output, f) =>
       Stream.catchCause(output, (cause) => {
         const defect = cause.reasons.find(Cause.isDieReason)
         return defect === undefined ? Stream.failCause(cause) : Stream.die(f(defect.defect))
       })
   })
+
+/** What a middleware returned instead of an output of its seam. */
+class NotAnOutput {
+  readonly value: unknown
+  readonly expected: string
+  constructor(value: unknown, expected: string) {
+    this.value = value
+    this.expected = expected
+  }
+}
 
 /** A throw out of a middleware's `around`, told apart from a defect of its output. */
 class Thrown {
@@ -197,6 +219,12 @@ class Thrown {
 const blame = (middleware: string, defect: unknown): MiddlewareError => {
   const thrown = defect instanceof Thrown
   const cause = thrown ? defect.cause : defect
+  if (cause instanceof NotAnOutput) {
+    return new MiddlewareError({
+      middleware,
+      message: `middleware "${middleware}" returned ${HarnessError.describe(cause.value)}, not ${cause.expected}`
+    })
+  }
   return new MiddlewareError({
     middleware,
     message: `middleware "${middleware}" ${thrown ? "threw" : "died"}: ${HarnessError.describe(cause)}`,

@@ -478,6 +478,19 @@ describe("Middleware: defects are blamed on the middleware that raised them", ()
       expect(error.message).toBe(`middleware "thrower" threw: plain object`)
     }))
 
+  it.effect("a middleware that returns no Effect (or no Stream) is blamed by name, like one that throws", () =>
+    Effect.gen(function*() {
+      const chain = precise()
+      yield* chain.register({ name: "eager", around: () => 42 as never })
+      const error = defectOf(yield* Effect.exit(chain.apply("x", echo()))) as Middleware.MiddlewareError
+      expect(error).toBeInstanceOf(Middleware.MiddlewareError)
+      expect(error.message).toBe(`middleware "eager" returned 42, not an Effect`)
+      const streams = Middleware.makeStream<string, string, never>()
+      yield* streams.register({ name: "arrays", around: () => ["a"] as never })
+      const streamError = defectOf(yield* Effect.exit(Stream.runCollect(streams.apply("ab", letters)))) as Middleware.MiddlewareError
+      expect(streamError.message).toBe(`middleware "arrays" returned ["a"], not a Stream`)
+    }))
+
   it.effect("a Stream chain blames a middleware whose stream dies", () =>
     Effect.gen(function*() {
       const chain = Middleware.makeStream<string, string, never>()

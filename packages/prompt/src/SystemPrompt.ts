@@ -123,21 +123,35 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
     const sections = ScopedList.make<Section>()
     const chain = Middleware.makeEffect<AssemblyInput, Assembly, PromptSectionError>()
 
-    const render = (section: Section): Effect.Effect<string, PromptSectionError> =>
-      typeof section.content === "string"
-        ? Effect.succeed(section.content)
-        : section.content.pipe(
-          Effect.catchCause((cause) =>
-            // an interruption (an abort of the step) is not the section's failure
-            Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.fail(
-              new PromptSectionError({
-                message: `prompt section "${section.name}" failed: ${HarnessError.describe(Cause.squash(cause))}`,
-                section: section.name,
-                cause
-              })
-            )
-          )
+    const misbehaved = (section: Section, why: string, cause?: unknown) =>
+      new PromptSectionError({
+        message: `prompt section "${section.name}" failed: ${why}`,
+        section: section.name,
+        ...(cause === undefined ? {} : { cause })
+      })
+
+    // A section's content comes from outside the types (a config, a plugin): what is neither
+    // a string nor an Effect of one is the section's failure, not a dead assembly.
+    const render = (section: Section): Effect.Effect<string, PromptSectionError> => {
+      const content: unknown = section.content
+      if (typeof content === "string") return Effect.succeed(content)
+      if (!Effect.isEffect(content)) {
+        return Effect.fail(misbehaved(section, `its content is ${HarnessError.describe(content)}, neither a string nor an Effect`))
+      }
+      return (content as Effect.Effect<unknown, unknown>).pipe(
+        Effect.catchCause((cause) =>
+          // an interruption (an abort of the step) is not the section's failure
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.interrupt
+            : Effect.fail(misbehaved(section, HarnessError.describe(Cause.squash(cause)), cause))
+        ),
+        Effect.flatMap((text) =>
+          typeof text === "string"
+            ? Effect.succeed(text)
+            : Effect.fail(misbehaved(section, `its Effect produced ${HarnessError.describe(text)}, not a string`))
         )
+      )
+    }
 
     const base = (input: AssemblyInput): AssemblyEffect =>
       Effect.suspend(() => {

@@ -119,7 +119,8 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
   // A Map keeps insertion order: schemas are listed in registration order.
   const tools = new Map<string, Entry>()
   const chain = Middleware.make<Content.ToolCallBlock, Effect.Effect<Content.ToolResultBlock>>({
-    suspend: Effect.suspend
+    suspend: Effect.suspend,
+    output: { is: Effect.isEffect, named: "an Effect" }
   })
   // `chain.current()` holds the containing wrappers; callers get back what they registered.
   const originals = new WeakMap<ToolMiddleware, ToolMiddleware>()
@@ -312,7 +313,13 @@ const contain = (middleware: ToolMiddleware): ToolMiddleware => ({
   name: middleware.name,
   ...(middleware.order === undefined ? {} : { order: middleware.order }),
   around: (call, next) =>
-    Effect.suspend(() => middleware.around(call, next)).pipe(
+    Effect.suspend(() => {
+      const answer: unknown = middleware.around(call, next)
+      // an Effect's own combinators would die on anything else, past every catch
+      return Effect.isEffect(answer)
+        ? answer as Effect.Effect<Content.ToolResultBlock>
+        : Effect.succeed(ToolResult.failure(call, misanswered(middleware.name, call, `something that is not an Effect: ${preview(answer)}`)))
+    }).pipe(
       Effect.map((result) => checkedAnswer(middleware.name, call, result)),
       Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, middlewareFailure(middleware.name, call, cause))))
     )

@@ -203,6 +203,19 @@ describe("a failing middleware is contained like a failing tool", () => {
       expect(log).toStrictEqual(["outer>bash", "<outer:MIDDLEWARE"])
     }).pipe(Effect.provide(registryWith(bash))))
 
+  it.effect("an answer that is no Effect (a Promise, a plain value): MIDDLEWARE naming it and what it returned", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const scope = yield* Scope.make()
+      yield* registry.use({ name: "promising", around: () => Promise.resolve("later") as never }).pipe(Scope.provide(scope))
+      const notAnEffect = (middleware: string, what: string) =>
+        failed(`Middleware "${middleware}" answered a call to tool "bash" with something that is not an Effect: ${what}`, "MiddlewareError", "MIDDLEWARE")
+      expect(yield* registry.execute(ls)).toStrictEqual(notAnEffect("promising", "{}"))
+      yield* Scope.close(scope, Exit.void)
+      yield* registry.use({ name: "plain", around: () => 42 as never })
+      expect(yield* registry.execute(ls)).toStrictEqual(notAnEffect("plain", "42"))
+    }).pipe(Effect.provide(registryWith(bash))))
+
   it.effect("a defect or a failure of its output, even after next ran", () =>
     Effect.gen(function*() {
       let runs = 0
