@@ -228,18 +228,21 @@ describe("other failures", () => {
       expect(yield* requests).toStrictEqual([])
     }).pipe(Effect.scoped, Effect.provide(TestLayer())))
 
-  it.effect.each([
-    ["content that is no Effect", { content: 42 }, "its content is 42, neither a string nor an Effect"],
-    ["an Effect that gives no string", { content: Effect.succeed({ text: "x" }) }, `its Effect produced {"text":"x"}, not a string`]
-  ])("a prompt section with %s: PROMPT_SECTION naming it, no request sent", ([, section, why]) =>
-    Effect.gen(function*() {
-      const prompt = yield* SystemPrompt
-      yield* prompt.addSection({ name: "plugin", ...(section as object) } as never)
-      const { events } = yield* firstTurn()
-      const error = expectErrorTurn(events, "PROMPT_SECTION")
-      expect(error.data.message).toContain(`prompt section "plugin" failed: ${why}`)
-      expect(yield* requests).toStrictEqual([])
-    }).pipe(Effect.scoped, Effect.provide(TestLayer())))
+  const misbehaving: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["content that is no Effect", 42, "its content is 42, neither a string nor an Effect"],
+    ["an Effect that gives no string", Effect.succeed({ text: "x" }), `its Effect produced {"text":"x"}, not a string`]
+  ]
+  for (const [what, content, why] of misbehaving) {
+    it.effect(`a prompt section with ${what}: PROMPT_SECTION naming it, no request sent`, () =>
+      Effect.gen(function*() {
+        const prompt = yield* SystemPrompt
+        yield* prompt.addSection({ name: "plugin", content } as never)
+        const { events } = yield* firstTurn()
+        const error = expectErrorTurn(events, "PROMPT_SECTION")
+        expect(error.data.message).toContain(`prompt section "plugin" failed: ${why}`)
+        expect(yield* requests).toStrictEqual([])
+      }).pipe(Effect.scoped, Effect.provide(TestLayer())))
+  }
 
   it.effect("a flush hook that fails: an error event (PERSISTENCE) after turn/end, and the agent goes on", () =>
     Effect.gen(function*() {
