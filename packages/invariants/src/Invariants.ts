@@ -109,6 +109,18 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
           { discard: true }
         ))
 
+      // Which `checked` call created each session (its fiber had the call's token), so that
+      // one of several bodies running at once fails with its own sessions' violations only.
+      const owners = new Map<string, symbol>()
+      yield* store.admission.register({
+        name: "Invariants",
+        around: (admission, next) =>
+          Effect.flatMap(Effect.service(CheckedBy), (token) => {
+            if (token !== undefined) owners.set(admission.id, token)
+            return next(admission)
+          })
+      })
+
       // violations a `checked` caller failed with, which nothing reports again
       const reported = new Set<InvariantError>()
       const unreported = () => violations.filter((v) => !reported.has(v))
@@ -122,9 +134,15 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       const checked = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | InvariantError, R> =>
         Effect.andThen(catchUp, () => {
           const start = violations.length
-          return Effect.flatMap(Effect.exit(effect), (exit) =>
+          const token = Symbol("checked")
+          // a session another `checked` call created is that call's to report
+          const ours = (v: InvariantError) => {
+            const owner = owners.get(v.sessionId)
+            return owner === undefined || owner === token
+          }
+          return Effect.flatMap(Effect.exit(Effect.provideService(effect, CheckedBy, token)), (exit) =>
             Effect.flatMap(catchUp, (): Effect.Effect<A, E | InvariantError, never> => {
-              const found = violations.slice(start).filter((v) => !reported.has(v))
+              const found = violations.slice(start).filter((v) => !reported.has(v) && ours(v))
               if (Exit.isFailure(exit) || found.length === 0) return exit
               for (const v of found) reported.add(v)
               return Effect.fail(found.length === 1 ? found[0]! : withCount(found))
@@ -152,6 +170,9 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       })
     })
   )
+
+/** The `checked` call whose body is running, if any. */
+const CheckedBy = Context.Reference<symbol | undefined>("@dsh/invariants/CheckedBy", { defaultValue: () => undefined })
 
 /** A watched session: its checker, how many of its events were checked, where violations go. */
 interface Watched {

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import type { Ids } from "@dsh/llm"
+import { HarnessError, type Ids } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
 import { Freeze } from "@dsh/session"
 
@@ -22,6 +22,7 @@ import { Freeze } from "@dsh/session"
  */
 export const rules = {
   "seq-increments": "`seq` starts at 0 and increases by exactly one per event.",
+  "data-shape": "A core event's data has the fields its type defines, so the log can be read (data a cast or a hand-written log got past the types is a violation, not a crash of the checker).",
   "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (by default checked on a session's first 256 events and one in 256 after them; on all with `frozen: \"deep\"`).",
   "turn-pairing": "`turn/start` and `turn/end` alternate (turns do not nest) and a `turn/end` carries its `turn/start`'s number.",
   "turn-numbering": "Turns are numbered 1, 2, … in the session; a seeded session's next turn follows the seed's last.",
@@ -181,7 +182,7 @@ class RuleChecker implements Checker {
   }
 
   checked(): number {
-    return this.nextSeq
+    return this.checkedCount
   }
 
   // the violations of the event just checked, leaving none behind for the next
@@ -213,6 +214,16 @@ class RuleChecker implements Checker {
   }
 
   push(event: SessionEvent.SessionEvent): ReadonlyArray<Violation> {
+    try {
+      return this.check(event)
+    } catch (error) {
+      // what the rules read was not there: the event's data is not of its type's shape
+      this.violate(event, "data-shape", `${event.type}'s data cannot be read as its type's: ${HarnessError.describe(error)}`)
+      return this.taken()
+    }
+  }
+
+  private check(event: SessionEvent.SessionEvent): ReadonlyArray<Violation> {
     if (event.seq !== this.nextSeq) this.violate(event, "seq-increments", `expected seq ${this.nextSeq}, got ${event.seq}`)
     this.nextSeq = event.seq + 1
     const walk = this.walkAll || (this.sampling && (this.checkedCount < sampleAllUpTo || (this.checkedCount & sampleMask) === 0))

@@ -461,6 +461,18 @@ const handMade: ReadonlyArray<HandMade> = (() => {
     { name: "a repeat (0, 1, 1)", events: [e0, e1, withSeq(e2, 1)], seq: 1, type: e2.type, rule: "seq-increments" },
     { name: "going back (0, 1, 0)", events: [e0, e1, withSeq(e2, 0)], seq: 0, type: e2.type, rule: "seq-increments" },
     {
+      name: "data a cast got past the types (an assistant/message without content): a violation, not a crash",
+      options: { frozen: "off" },
+      events: [
+        ...opening,
+        Object.freeze({ type: "step/start", seq: opening.length, time: 0, data: Object.freeze({ turn: 1, step: 1 }) }) as never,
+        Object.freeze({ type: "assistant/message", seq: opening.length + 1, time: 0, data: Object.freeze({ turn: 1, step: 1 }) }) as never
+      ],
+      seq: opening.length + 1,
+      type: "assistant/message",
+      rule: "data-shape"
+    },
+    {
       name: "an event object that is not frozen",
       options: { frozen: "shallow" },
       events: [e0, { ...e1 }],
@@ -577,6 +589,13 @@ describe("Rules: every rule has a log that breaks it", () => {
     const checker = Rules.make({ frozen: "off" })
     for (const e of events) checker.push(e)
     expect(checker.checked()).toBe(events.length)
+  })
+
+  it("checked() counts the events pushed, whatever their seq", () => {
+    const [e0, e1] = toEvents(oneTurn())
+    const checker = Rules.make({ frozen: "off" })
+    for (const e of [withSeq(e0!, 5), withSeq(e1!, 100)]) checker.push(e)
+    expect(checker.checked()).toBe(2)
   })
 })
 

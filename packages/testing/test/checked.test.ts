@@ -8,7 +8,7 @@ import { Content } from "@dsh/llm"
 import { SessionStore } from "@dsh/session"
 import { Testing } from "@dsh/testing"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, References, type Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Layer, References, type Scope } from "effect"
 
 /** Appends a step/end with no open step in a new session: breaks `step-pairing`. */
 const breakContract = (id: string) =>
@@ -53,6 +53,21 @@ layer(Layer.merge(Testing.layer(), Layer.succeed(References.MinimumLogLevel, "No
       const value = yield* Testing.checked(Effect.as(keepContract("shared-good"), 42))
       expect(value).toBe(42)
     }))
+
+  it.effect("bodies running at once: each fails with its own sessions' violations, not another's", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      // the clean body is still running when the other breaks the contract
+      const clean = Testing.checked(Effect.gen(function*() {
+        yield* keepContract("concurrent-good")
+        yield* Deferred.await(gate)
+        return "clean"
+      }))
+      const broken = Testing.checked(Effect.andThen(breakContract("concurrent-bad"), Deferred.succeed(gate, undefined)))
+      const [good, bad] = yield* Effect.all([Effect.exit(clean), Effect.exit(broken)], { concurrency: 2 })
+      expect(good).toStrictEqual(Exit.succeed("clean"))
+      expect((failureOf(bad) as InvariantError).sessionId).toBe("concurrent-bad")
+    }).pipe(quiet))
 
   // vitest's it.fails: this test passes only because the Effect test fails, with the violation
   it.effect.fails("an it.effect whose checked body breaks the contract fails", () =>
