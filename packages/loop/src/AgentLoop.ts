@@ -153,15 +153,34 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
     const millis = Option.isSome(grace) && !Number.isNaN(options.abortGrace) ? Duration.toMillis(grace.value) : NaN
     if (!(millis >= 0)) problems.push(`abortGrace must be a duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
   }
+  if (options.prompt !== undefined && typeof options.prompt !== "string") problems.push(`prompt must be text, got ${HarnessError.describe(options.prompt)}`)
+  if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) problems.push(`id must be a non-empty string, got ${HarnessError.describe(options.id)}`)
+  if (options.temperature !== undefined && !(typeof options.temperature === "number" && options.temperature >= 0 && options.temperature <= 2)) {
+    problems.push(`temperature must be a number from 0 to 2, got ${HarnessError.describe(options.temperature)}`)
+  }
+  count("maxTokens", options.maxTokens, 1)
   problems.push(...compactionProblems(options.compaction))
-  problems.push(...seedProblems(options.session))
+  problems.push(...sessionProblems(options.session))
   if (problems.length === 0) return Effect.void
   return Effect.fail(new InvalidInputError({ message: `agent ${agentId} was not created: ${problems.join("; ")}`, agentId }))
 }
 
+/** What is wrong with where the session comes from: its shape, its id, its seed. */
+const sessionProblems = (source: Agent.SessionSource | undefined): ReadonlyArray<string> => {
+  if (source === undefined) return []
+  if (typeof source !== "object" || source === null || Array.isArray(source)) {
+    return [`session must be { id?, seed? }, { id?, fork, through? } or { resume }, got ${HarnessError.describe(source)}`]
+  }
+  const id: unknown = "id" in source ? source.id : undefined
+  const idProblem = id !== undefined && (typeof id !== "string" || id === "")
+    ? [`session.id must be a non-empty string, got ${HarnessError.describe(id)}`]
+    : []
+  return [...idProblem, ...seedProblems(source)]
+}
+
 /** What is wrong with a seed log: it must be events counting from seq 0 with no gap (the session's own check throws). */
-const seedProblems = (source: Agent.SessionSource | undefined): ReadonlyArray<string> => {
-  if (source === undefined || !("seed" in source)) return []
+const seedProblems = (source: Agent.SessionSource): ReadonlyArray<string> => {
+  if (!("seed" in source)) return []
   const seed: unknown = source.seed
   if (!Array.isArray(seed)) return [`session.seed must be an array of session events, got ${HarnessError.describe(seed)}`]
   const at = seed.findIndex((event: unknown, i) =>

@@ -291,6 +291,35 @@ describe("options a type cannot check are refused at creation, each named", () =
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
 })
 
+describe("options past the types: each named, INVALID_INPUT, no agent made", () => {
+  it.effect("null or malformed session and compaction settings, and out-of-range request settings", () =>
+    Effect.gen(function*() {
+      const refused = (options: Record<string, unknown>) =>
+        Effect.map(Effect.flip(create(options as never)), (error) => ({ code: error.code, message: error.message }))
+      for (const [options, named] of [
+        [{ session: null }, "session must be { id?, seed? }"],
+        [{ session: { id: "" } }, "session.id must be a non-empty string"],
+        [{ compaction: null }, "compaction must be an object of compaction settings, got null"],
+        [{ compaction: "x" }, "compaction must be an object"],
+        [{ compaction: { treshold: 0.5 } }, "compaction.treshold is not a compaction setting"],
+        [{ compaction: { prune: [] } }, "compaction.prune must be false or { minChars }"],
+        [{ temperature: "hot" }, "temperature must be a number from 0 to 2"],
+        [{ temperature: -5 }, "temperature must be a number from 0 to 2"],
+        [{ maxTokens: 0 }, "maxTokens must be an integer ≥ 1"],
+        [{ prompt: 42 }, "prompt must be text, got 42"],
+        [{ id: "" }, "id must be a non-empty string"]
+      ] as const) {
+        const error = yield* refused(options)
+        expect(error.code).toBe("INVALID_INPUT")
+        expect(error.message).toContain(named)
+      }
+      // every problem named at once
+      const all = yield* refused({ temperature: 9, maxTokens: -1, compaction: { keepTurns: -1 } })
+      expect(all.message).toMatch(/temperature.*maxTokens.*compaction\.keepTurns/)
+      expect((yield* (yield* SessionStore).list).length).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer())))
+})
+
 describe("#13.4 an abort right after send applies to the turn the send started", () => {
   it.effect("the turn logs the message and ends aborted before any step; a 10-second tool never runs", () =>
     Effect.gen(function*() {

@@ -42,7 +42,12 @@ export interface Outcome {
  */
 export const problemsOf = (options: Agent.CompactionOptions | undefined): ReadonlyArray<string> => {
   if (options === undefined) return []
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return [`compaction must be an object of compaction settings, got ${HarnessError.describe(options)}`]
+  }
   const out: Array<string> = []
+  const known = new Set(["threshold", "contextWindow", "keepTurns", "prune", "model", "prompt", "maxSummaryTokens"])
+  for (const key of Object.keys(options)) if (!known.has(key)) out.push(`compaction.${key} is not a compaction setting`)
   const { contextWindow, keepTurns, maxSummaryTokens, model, prompt, prune, threshold } = options
   if (threshold !== undefined && threshold !== false && !(typeof threshold === "number" && threshold > 0 && threshold <= 1)) {
     out.push(`compaction.threshold must be a number in (0, 1] or false, got ${HarnessError.describe(threshold)}`)
@@ -56,7 +61,7 @@ export const problemsOf = (options: Agent.CompactionOptions | undefined): Readon
   positive("keepTurns", keepTurns, 0)
   positive("maxSummaryTokens", maxSummaryTokens, 1)
   if (prune !== undefined && prune !== false) {
-    if (typeof prune !== "object" || prune === null) out.push(`compaction.prune must be false or { minChars }, got ${HarnessError.describe(prune)}`)
+    if (typeof prune !== "object" || prune === null || Array.isArray(prune)) out.push(`compaction.prune must be false or { minChars }, got ${HarnessError.describe(prune)}`)
     else positive("prune.minChars", prune.minChars, 0)
   }
   if (model !== undefined && (typeof model !== "string" || model === "")) out.push("compaction.model must be a model name")
