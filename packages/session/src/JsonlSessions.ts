@@ -477,13 +477,40 @@ export const parse = (file: string, data: Uint8Array): Result.Result<Loaded, Cor
   }
 }
 
+// Complete lines were written whole from valid text: bytes that are not UTF-8 there are damage,
+// not a cut (only the torn tail may end inside a character).
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** The lines of `data[start, end)` (whole lines), or the 1-based line of the first that is not UTF-8. */
+const decodeLines = (data: Uint8Array, start: number, end: number, firstLine: number): Result.Result<Array<string>, number> => {
+  try {
+    const lines = strictUtf8.decode(data.subarray(start, end)).split("\n")
+    lines.pop()
+    return Result.succeed(lines)
+  } catch {
+    let line = firstLine
+    for (let from = start; from < end; line++) {
+      const next = data.indexOf(NEWLINE, from) + 1
+      try {
+        strictUtf8.decode(data.subarray(from, next))
+      } catch {
+        return Result.fail(line)
+      }
+      from = next
+    }
+    return Result.fail(firstLine)
+  }
+}
+
 const parseLines = (file: string, data: Uint8Array, position: { line: number }): Result.Result<Loaded, CorruptLogError> => {
   const decoder = new TextDecoder()
   const headerEnd = data.indexOf(NEWLINE)
   if (headerEnd < 0) {
     return Result.fail(corrupt(file, 1, data.length === 0 ? "empty file (no header)" : "the header line is not terminated"))
   }
-  const header = readHeader(file, decoder.decode(data.subarray(0, headerEnd)))
+  const headerText = decodeLines(data, 0, headerEnd + 1, 1)
+  if (Result.isFailure(headerText)) return Result.fail(corrupt(file, 1, "is not valid UTF-8"))
+  const header = readHeader(file, headerText.success[0]!)
   if (Result.isFailure(header)) return Result.fail(header.failure)
 
   const complete = data.lastIndexOf(NEWLINE) + 1
@@ -491,9 +518,9 @@ const parseLines = (file: string, data: Uint8Array, position: { line: number }):
   let start = headerEnd + 1
   while (start < complete) {
     const end = data.indexOf(NEWLINE, Math.min(complete, start + BLOCK_BYTES) - 1) + 1
-    const lines = decoder.decode(data.subarray(start, end)).split("\n")
-    lines.pop()
-    for (const text of lines) {
+    const decoded = decodeLines(data, start, end, position.line + 1)
+    if (Result.isFailure(decoded)) return Result.fail(corrupt(file, decoded.failure, "is not valid UTF-8"))
+    for (const text of decoded.success) {
       position.line++
       // a complete line was written whole: if it is not an event, no crash explains it
       const event = readEvent(text)
@@ -753,6 +780,13 @@ export const layerNoDeps = (
       const store = yield* SessionStore
       const checkpoint = yield* FlushCheckpoint
       const platform = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
+      // an empty name would resolve to the working directory and scatter sessions there
+      if (typeof options.directory !== "string" || options.directory.trim() === "") {
+        return yield* new PersistenceError({
+          message: `JsonlSessions: the session directory must be a path, got ${JSON.stringify(options.directory) ?? String(options.directory)}`,
+          sessionId: ""
+        })
+      }
       const directory = path.resolve(options.directory)
       const fileOf = (id: string) => path.join(directory, fileName(id))
       const host = LockFile.nodeHost

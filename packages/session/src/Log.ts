@@ -74,9 +74,13 @@ export const make = <A>(): Log<A> => {
       return Effect.sync(() => waiters.delete(wakeUp))
     })
 
+  // A position before the start (negative, or not a number) is the start: not counted from the
+  // end as `Array.slice` would, so `slice` and `stream` agree.
+  const position = (from: number): number => (from > 0 ? Math.floor(from) : 0)
+
   const stream = (from = 0): Stream.Stream<A> =>
     Stream.fromPull(Effect.sync(() => {
-      let cursor = Math.max(0, from)
+      let cursor = position(from)
       const pull: Effect.Effect<readonly [A, ...Array<A>], Cause.Done> = Effect.suspend(() => {
         if (cursor < entries.length) {
           const chunk = entries.slice(cursor) as unknown as readonly [A, ...Array<A>]
@@ -98,7 +102,7 @@ export const make = <A>(): Log<A> => {
     },
     size: () => entries.length,
     at: (index) => entries[index],
-    slice: (from = 0) => entries.slice(from),
+    slice: (from = 0) => entries.slice(position(from)),
     stream,
     close: () => {
       closed = true

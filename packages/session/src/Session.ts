@@ -70,13 +70,13 @@ export interface Session {
   readonly appendBurst: <A>(f: (appendIf: AppendIfNow) => A) => Effect.Effect<A>
   /** A snapshot of every event logged so far. */
   readonly events: Effect.Effect<ReadonlyArray<SessionEvent>>
-  /** The events from `seq` on, as logged so far. */
+  /** The events from `seq` on, as logged so far (a `seq` below 0, or not a number, is 0). */
   readonly eventsFrom: (seq: number) => Effect.Effect<ReadonlyArray<SessionEvent>>
   /** The `seq` the next event will get (the number of events). */
   readonly seq: Effect.Effect<number>
   /** Every event logged so far, then every later one, until the session closes. */
   readonly stream: Stream.Stream<SessionEvent>
-  /** Like `stream`, from a position. */
+  /** Like `stream`, from a position (below 0, or not a number: from the start). */
   readonly streamFrom: (seq: number) => Stream.Stream<SessionEvent>
   /**
    * The derived message history (incremental; see `Derivation`): a structure-sharing

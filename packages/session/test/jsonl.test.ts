@@ -504,6 +504,29 @@ describe("JsonlSessions: load", () => {
       ))
   }
 
+  it.effect("a complete line with bytes that are not UTF-8 is CORRUPT_LOG naming its line; a torn tail may end inside a character", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const file = join(directory, "m.jsonl")
+        const [before, after] = line(userEvent(1, "bXc")).split("X")
+        writeFileSync(file, Buffer.concat([
+          Buffer.from(headerOf("m") + line(userEvent(0, "a"))),
+          Buffer.from(before!),
+          Buffer.from([0xff, 0xfe]),
+          Buffer.from(after!),
+          Buffer.from(line(userEvent(2, "c")))
+        ]))
+        const error = yield* Effect.flip(loadFile(file))
+        expect(error).toMatchObject({ _tag: "CorruptLogError", code: "CORRUPT_LOG", line: 3 })
+        expect(error.message).toBe(`${file}:3: is not valid UTF-8`)
+        // the first two bytes of a three-byte character, cut by a crash: torn, not corrupt
+        writeFileSync(file, Buffer.concat([Buffer.from(headerOf("m") + line(userEvent(0, "a"))), Buffer.from([0x7b, 0xe2, 0x82])]))
+        const loaded = yield* loadFile(file)
+        expect(loaded.events.length).toBe(1)
+        expect(loaded.torn?.bytes).toBe(3)
+      })
+    ))
+
   // list decodes only the header and the last lines, so it agrees with load about those
   for (const c of corruptCases.filter((c) => c.listed === true)) {
     it.effect(`list agrees: ${c.name} is CORRUPT_LOG`, () =>
@@ -552,6 +575,15 @@ describe("JsonlSessions: load", () => {
 })
 
 describe("JsonlSessions: failures", () => {
+  it.effect("an empty directory name is PERSISTENCE when the layer is built, not the working directory", () =>
+    Effect.gen(function*() {
+      for (const directory of ["", "  "]) {
+        const error = yield* Effect.flip(persisted(directory, Effect.void))
+        expect(error.code).toBe("PERSISTENCE")
+        expect(error.message).toBe(`JsonlSessions: the session directory must be a path, got ${JSON.stringify(directory)}`)
+      }
+    }))
+
   it.effect("a write that fails (the directory replaced by a file) is PERSISTENCE naming the file; the next flush retries", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {

@@ -81,7 +81,7 @@ describe("Session log: stream", () => {
       expect(seqs(yield* Fiber.join(second))).toStrictEqual([0, 1])
     }))
 
-  it.effect("streamFrom(seq) starts at seq, also at or beyond the end; a negative seq counts as 0", () =>
+  it.effect("streamFrom(seq) and eventsFrom(seq) start at seq, also at or beyond the end; a negative seq or NaN counts as 0", () =>
     Effect.gen(function*() {
       const { close, session } = fresh()
       for (const t of ["a", "b", "c", "d", "e"]) yield* session.append("user/message", user(t))
@@ -89,6 +89,11 @@ describe("Session log: stream", () => {
       const atEnd = yield* session.streamFrom(5).pipe(Stream.runCollect, Effect.forkChild)
       const beyond = yield* session.streamFrom(6).pipe(Stream.runCollect, Effect.forkChild)
       const negative = yield* session.streamFrom(-3).pipe(Stream.runCollect, Effect.forkChild)
+      const notANumber = yield* session.streamFrom(Number.NaN).pipe(Stream.runCollect, Effect.forkChild)
+      // eventsFrom reads positions the same way (not from the end, as Array.slice would)
+      expect(seqs(yield* session.eventsFrom(-2))).toStrictEqual(range(0, 5))
+      expect(seqs(yield* session.eventsFrom(Number.NaN))).toStrictEqual(range(0, 5))
+      expect(seqs(yield* session.eventsFrom(3))).toStrictEqual([3, 4])
       yield* Effect.yieldNow
       yield* session.append("user/message", user("f"))
       yield* session.append("user/message", user("g"))
@@ -97,6 +102,7 @@ describe("Session log: stream", () => {
       expect(seqs(yield* Fiber.join(atEnd))).toStrictEqual([5, 6])
       expect(seqs(yield* Fiber.join(beyond))).toStrictEqual([6])
       expect(seqs(yield* Fiber.join(negative))).toStrictEqual(range(0, 7))
+      expect(seqs(yield* Fiber.join(notANumber))).toStrictEqual(range(0, 7))
     }))
 
   it.effect("a reconnecting reader resumes with streamFrom(last seen + 1) without gap or duplicate", () =>
