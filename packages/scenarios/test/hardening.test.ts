@@ -484,6 +484,18 @@ describe("#13.7 a request middleware whose Effect dies is MIDDLEWARE, naming it"
 })
 
 describe("#13.8 a finish of kind error with a provider's own code", () => {
+  it.effect("a catalog code of another layer (TOOL_DENIED) is a provider's own code too: the log and run() agree on LLM_SERVER", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const failed = yield* Effect.flip(agent.run("go"))
+      expect(failed).toMatchObject({ _tag: "LlmServerError", code: "LLM_SERVER" })
+      const [error] = ofType(yield* agent.session.events, "error")
+      expect(error?.data).toMatchObject({ code: "LLM_SERVER", reportedCode: "TOOL_DENIED" })
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({ script: [reply.text("x", { finish: FinishReason.error("TOOL_DENIED", "no") })] }))
+    ))
+
   it.effect("ends the turn with a catalog code; the provider's code is kept as data", () =>
     Effect.gen(function*() {
       const agent = yield* create()

@@ -16,7 +16,7 @@ import { ToolErrors } from "@dsh/tools"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { catalogCode, describeCause, typedError } from "./failure.ts"
+import { describeCause, modelCode, typedError } from "./failure.ts"
 import type { AgentState, Budget, Env } from "./state.ts"
 
 const DEFAULT_THRESHOLD = 0.8
@@ -266,7 +266,7 @@ const callSummarizer = (
   Effect.flatMap(env.model.generate(request), (assembled) => {
     const finish = assembled.finishReason
     if (finish?.kind === "error") {
-      const { code } = catalogCode(finish.code, "LLM_SERVER")
+      const { code } = modelCode(finish.code)
       return Effect.fail(typedError(code, `the summarizer reported an error: ${finish.message}`))
     }
     if (finish?.kind === "aborted") return Effect.fail(new ToolErrors.AbortedError({ message: "the summarizer aborted its answer" }))

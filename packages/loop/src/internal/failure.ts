@@ -60,6 +60,26 @@ export const describeCause = (cause: Cause.Cause<unknown>): Failure => {
   return describeFailure(Cause.squash(cause))
 }
 
+// What a model's finish of kind `error` can stand for: its own failures, an abort, a defect.
+// Any other code (a catalog code of another layer, a provider's own) is the provider failing
+// without saying how in dsh's words: `LLM_SERVER`, the code it sent kept as `reportedCode` —
+// so the log and `agent.run`'s typed error agree.
+const modelCodes: ReadonlySet<string> = new Set([
+  "LLM_AUTH",
+  "LLM_RATE_LIMIT",
+  "LLM_INVALID_REQUEST",
+  "LLM_CONTEXT_OVERFLOW",
+  "LLM_PROTOCOL",
+  "LLM_TRANSPORT",
+  "LLM_SERVER",
+  "ABORTED",
+  "DEFECT"
+])
+
+/** The catalog code a model's finish of kind `error` is logged and failed with (see above). */
+export const modelCode = (reported: string): { readonly code: HarnessError.HarnessError["code"]; readonly reportedCode?: string } =>
+  modelCodes.has(reported) ? catalogCode(reported, "LLM_SERVER") : { code: "LLM_SERVER", reportedCode: reported }
+
 /** The typed error a catalog code stands for, for a failure that came as a finish chunk. */
 export const typedError = (code: HarnessError.HarnessError["code"], message: string): HarnessError.HarnessError => {
   switch (code) {

@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
 import { dropLate, listening, logInTurn } from "./events.ts"
-import { catalogCode, describeCause, typedError } from "./failure.ts"
+import { describeCause, modelCode, typedError } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
 
@@ -226,7 +226,7 @@ const answered = (env: Env, assembled: Assembler.Assembled): Effect.Effect<Finis
     return finishFailure("LLM_PROTOCOL", `the response of model "${env.options.model}" ended without a finish chunk`)
   }
   if (finishReason.kind === "error") {
-    const { code, reportedCode } = catalogCode(finishReason.code, "LLM_SERVER")
+    const { code, reportedCode } = modelCode(finishReason.code)
     const named = reportedCode === undefined ? "" : ` (${reportedCode})`
     return finishFailure(code, `the model reported an error${named}: ${finishReason.message}`, reportedCode)
   }
