@@ -168,7 +168,9 @@ export interface Agent {
    * dropped. Returns once the turn has ended — within twice `abortGrace` of the call (once for
    * the work, once for the turn's closing and flush) — except when called from inside the
    * agent (a tool, a listener), where it returns at once. Messages
-   * queued behind the running turn are served next. No-op when nothing is running or queued.
+   * queued behind the running turn are served next. A running `compact()` is aborted like a
+   * turn; with nothing running, one asked for and not started yet fails `ABORTED` without
+   * running. No-op when nothing is running or queued.
    */
   readonly abort: (reason?: string) => Effect.Effect<void>
   /** The status now. */

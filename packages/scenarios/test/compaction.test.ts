@@ -3,7 +3,7 @@
  * log and the history a pure projection of it. A scripted model answers the agent's steps and,
  * told apart by the summarizer's instruction, its summarizing calls.
  */
-import { type Agent, Agents } from "@dsh/agent"
+import { type Agent, AgentHooks, Agents } from "@dsh/agent"
 import { type Content, History, LlmError, type ModelRequest, Usage } from "@dsh/llm"
 import { AgentLoop } from "@dsh/loop"
 import { ScriptedModel } from "@dsh/model"
@@ -282,6 +282,63 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
       yield* agent.run("still there?")
       yield* agent.awaitIdle
       expect(yield* agent.status).toBe("idle")
+    }).pipe(Effect.provide(TestLayer({ script: model.replies })))
+  })
+
+  it.effect("steering sent while a manual summary is written is not stranded: it starts the next turn, in arrival order", () => {
+    const asked = Deferred.makeUnsafe<void>()
+    const model = responder({
+      summary: () => {
+        Deferred.doneUnsafe(asked, Exit.void)
+        return reply.hangAt(reply.text("never"), 0)
+      }
+    })
+    return Effect.gen(function*() {
+      const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } })
+      yield* runAll(agent, 2)
+      const compacting = yield* Effect.forkChild(agent.compact())
+      yield* Deferred.await(asked)
+      yield* agent.steer("steered meanwhile")
+      yield* agent.send("sent after it")
+      // the summary never comes: the compaction is given up, the messages are served all the same
+      yield* agent.abort("too slow")
+      expect(yield* Effect.flip(Fiber.join(compacting))).toMatchObject({ code: "ABORTED" })
+      yield* agent.awaitIdle
+      const events = yield* agent.session.events
+      const after = events.slice(failures(events)[0] === undefined ? 0 : ofType(events, "compaction/failed")[0]!.seq)
+      const said = after.flatMap((e) => (e.type === "user/message" || e.type === "steering/message" ? [textOf(e.data.content)] : []))
+      expect(said).toStrictEqual(["steered meanwhile", "sent after it"])
+      expect(ofType(after, "turn/start").map((e) => e.data.trigger)).toStrictEqual(["steer"])
+    }).pipe(Effect.provide(TestLayer({ script: model.replies })))
+  })
+
+  it.effect("abort right after compact(), before it started: compact() fails ABORTED, nothing applied", () => {
+    const model = responder({})
+    return Effect.gen(function*() {
+      const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } })
+      yield* runAll(agent, 2)
+      // hold the driver where it has taken up the request but not started the compaction
+      const running = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const hooks = yield* AgentHooks
+      yield* hooks.listeners.register({
+        name: "holds-running",
+        around: (input, next) =>
+          input.event.type === "agent/status" && input.event.data.status === "running"
+            ? Effect.andThen(Effect.andThen(Deferred.succeed(running, undefined), Deferred.await(release)), next(input))
+            : next(input)
+      })
+      const compacting = yield* Effect.forkChild(agent.compact())
+      yield* Deferred.await(running)
+      const aborting = yield* Effect.forkChild(agent.abort("not now"))
+      const error = yield* Effect.flip(Fiber.join(compacting))
+      expect(error).toMatchObject({ code: "ABORTED" })
+      expect(error.message).toBe("the compaction was aborted before it started: not now")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(aborting)
+      yield* agent.awaitIdle
+      expect(ofType(yield* agent.session.events, "compaction/applied")).toStrictEqual([])
+      expect(model.summaries).toStrictEqual([])
     }).pipe(Effect.provide(TestLayer({ script: model.replies })))
   })
 

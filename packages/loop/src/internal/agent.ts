@@ -32,7 +32,7 @@ import {
   requestAbort,
   settleRun
 } from "./state.ts"
-import { failQueuedCompactions, requestCompaction } from "./manual.ts"
+import { abortQueuedCompactions, failQueuedCompactions, requestCompaction } from "./manual.ts"
 import { run } from "./run.ts"
 import { closeTurn } from "./turn.ts"
 
@@ -135,6 +135,8 @@ const queue = (state: AgentState, message: Pending): void => {
  * the turn it runs in.
  */
 const abort = Effect.fnUntraced(function*(env: Env, state: AgentState, reason: string | undefined): Effect.fn.Return<void> {
+  // nothing runs yet: what was asked for next is aborted, a queued compaction included
+  if (state.current === undefined) abortQueuedCompactions(state, reason)
   const run = state.current ?? state.next
   if (run === undefined) return
   yield* requestAbort(env, run, { reason, disposal: false })

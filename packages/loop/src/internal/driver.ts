@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { announce } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
-import { type AgentState, becomeIdle, type Env, makeRun, type Pending, settleRun, type TurnReport } from "./state.ts"
+import { type AgentState, becomeIdle, type Env, makeRun, type Pending, requeueSteering, settleRun, type TurnReport } from "./state.ts"
 import { runCompaction } from "./manual.ts"
 import { runTurn } from "./turn.ts"
 
@@ -86,17 +86,6 @@ export const tell = (batch: ReadonlyArray<Pending>, report: TurnReport): void =>
   for (const pending of batch) if (pending.waiter !== undefined) Deferred.doneUnsafe(pending.waiter, Effect.succeed(report))
 }
 
-/**
- * Steering that arrived too late for its turn becomes the next turn's messages: never stranded,
- * and in the order the messages arrived (steering typed before a queued message comes first).
- */
-const requeueSteering = (state: AgentState): void => {
-  if (state.steering.length === 0) return
-  state.queued.push(...state.steering.splice(0, state.steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
-  // stable: messages that arrived together keep their order
-  state.queued.sort((a, b) => (a.arrival ?? 0) - (b.arrival ?? 0))
-  state.next ??= makeRun()
-}
 
 /**
  * Logs a status change (not a repeated status, nothing after `disposed`) and tells its

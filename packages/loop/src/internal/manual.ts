@@ -19,7 +19,7 @@ import { awaitFiber } from "./bounded.ts"
 import { compact, type Log, type Outcome } from "./compaction.ts"
 import { announce } from "./events.ts"
 import { describeCause } from "./failure.ts"
-import { type AgentState, becomeBusy, type CompactJob, type Env, InsideAgents, makeRun, settleRun } from "./state.ts"
+import { type AgentState, becomeBusy, type CompactJob, type Env, InsideAgents, makeRun, requeueSteering, settleRun } from "./state.ts"
 
 /** Queues a compaction for the driver and waits for its report. */
 export const requestCompaction = Effect.fnUntraced(function*(env: Env, state: AgentState): Effect.fn.Return<Agent.CompactionReport, Agent.RunError> {
@@ -70,6 +70,8 @@ export const runCompaction = Effect.fnUntraced(function*(env: Env, state: AgentS
   }
   closed = true
   state.current = undefined
+  // steering sent while the compaction ran had no turn to join: it starts the next one
+  requeueSteering(state)
   yield* settleRun(run)
   const aborted = run.abort === undefined
     ? undefined
@@ -94,6 +96,19 @@ const jobExit = (
   if (Exit.isFailure(exit)) return Exit.fail(describeCause(exit.cause).error as Agent.RunError)
   const { failure, report } = exit.value
   return failure === undefined ? Exit.succeed(report) : Exit.fail(failure as Agent.RunError)
+}
+
+/**
+ * Fails the compactions asked for that have not started: `abort()` stops them as it stops the
+ * turn queued messages would start.
+ */
+export const abortQueuedCompactions = (state: AgentState, reason: string | undefined): void => {
+  for (const job of state.compactions.splice(0, state.compactions.length)) {
+    Deferred.doneUnsafe(
+      job.done,
+      Exit.fail(new ToolErrors.AbortedError({ message: `the compaction was aborted before it started${reason === undefined ? "" : `: ${reason}`}` }))
+    )
+  }
 }
 
 /** Fails the compactions no driver will run: the agent was disposed. */

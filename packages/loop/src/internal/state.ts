@@ -253,3 +253,16 @@ export const becomeBusy = (state: AgentState): void => {
 export const becomeIdle = (state: AgentState): void => {
   Deferred.doneUnsafe(state.idle, Exit.void)
 }
+
+/**
+ * Steering that arrived too late for its turn (or while an asked-for compaction ran) becomes the
+ * next turn's messages: never stranded, and in the order the messages arrived (steering typed
+ * before a queued message comes first).
+ */
+export const requeueSteering = (state: AgentState): void => {
+  if (state.steering.length === 0) return
+  state.queued.push(...state.steering.splice(0, state.steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
+  // stable: messages that arrived together keep their order
+  state.queued.sort((a, b) => (a.arrival ?? 0) - (b.arrival ?? 0))
+  state.next ??= makeRun()
+}
