@@ -291,6 +291,33 @@ describe("options a type cannot check are refused at creation, each named", () =
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
 })
 
+describe("a listener that hangs on an event of no turn is detached after the abort grace", () => {
+  it.effect("on agent/status running: the turn is served after the grace; on context/message: inject returns", () =>
+    Effect.gen(function*() {
+      const hooks = yield* AgentHooks
+      const entered = yield* Deferred.make<void>()
+      yield* hooks.listeners.register({
+        name: "stuck-ui",
+        around: (input, next) =>
+          (input.event.type === "agent/status" && input.event.data.status === "running") || input.event.type === "context/message"
+            ? Effect.andThen(Deferred.succeed(entered, undefined), Effect.never)
+            : next(input)
+      })
+      const agent = yield* create({ abortGrace: "1 second" })
+      yield* agent.send("hello")
+      yield* Deferred.await(entered)
+      const idle = yield* Effect.forkChild(agent.awaitIdle)
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(idle)
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
+      // an injected message's listener hangs too: inject returns after the grace
+      const injecting = yield* Effect.forkChild(agent.inject("the cwd is /repo"))
+      yield* waitFor(agent.session, "context/message")
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(injecting)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi there")] }))))
+})
+
 describe("options past the types: each named, INVALID_INPUT, no agent made", () => {
   it.effect("null or malformed session and compaction settings, and out-of-range request settings", () =>
     Effect.gen(function*() {

@@ -20,7 +20,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { awaitSignal } from "./bounded.ts"
 import { setStatus, tell } from "./driver.ts"
-import { announce } from "./events.ts"
+import { announceWithinGrace } from "./events.ts"
 import {
   type AgentState,
   becomeBusy,
@@ -173,7 +173,7 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
       // refused once disposed, checked where the event is stored
       Effect.flatMap(
         env.session.appendIf(() => !state.disposing, "context/message", { content, source: options?.source ?? "context" }),
-        (event) => (event === undefined ? disposed(env) : announce(env, state, event))
+        (event) => (event === undefined ? disposed(env) : announceWithinGrace(env, state, event))
       )),
   abort: (reason) => abort(env, state, reason),
   status: Effect.sync(() => state.status ?? "idle"),

@@ -12,7 +12,7 @@ import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { announce } from "./events.ts"
+import { announceWithinGrace } from "./events.ts"
 import { describeCause, type Failure } from "./failure.ts"
 import { type AgentState, becomeIdle, type Env, makeRun, type Pending, requeueSteering, settleRun, type TurnReport } from "./state.ts"
 import { runCompaction } from "./manual.ts"
@@ -97,6 +97,6 @@ export const setStatus = (env: Env, state: AgentState, next: Agent.Status): Effe
     state.status = next
     return env.session.append("agent/status", { agentId: env.agentId, status: next }).pipe(
       Effect.tap(() => SubscriptionRef.set(state.statusRef, next)),
-      Effect.flatMap((event) => announce(env, state, event))
+      Effect.flatMap((event) => announceWithinGrace(env, state, event))
     )
   })

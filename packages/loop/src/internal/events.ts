@@ -12,7 +12,7 @@ import type { SessionEvent } from "@dsh/session"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { type Signal, untilDeadline } from "./bounded.ts"
+import { graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
 import { describeCause } from "./failure.ts"
 import type { AgentState, Env, Turn } from "./state.ts"
 
@@ -89,6 +89,18 @@ export const announce = (
       onSome: (exit) => (exit._tag === "Success" ? Effect.void : contain(env, state, event, Effect.failCause(exit.cause)))
     }))
 }
+
+/**
+ * Announces an event of no turn (a status change, an injected message) with the abort grace as
+ * its deadline: no turn's abort can stop a listener that hangs there, and the agent must not
+ * hang with it — it is detached once the grace has passed, with a warning.
+ */
+export const announceWithinGrace = (env: Env, state: AgentState, event: SessionEvent.SessionEvent): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (state.disposing || state.handle === undefined || env.hooks.listeners.current().length === 0) return Effect.void
+    return Effect.flatMap(graceFromNow(env.abortGrace), ({ cancel, deadline }) =>
+      Effect.ensuring(announce(env, state, event, deadline), cancel))
+  })
 
 /** Appends an event and announces it (see {@link announce}). */
 export const appendAnnounced = <T extends SessionEvent.CoreType>(
