@@ -37,7 +37,8 @@
  *   with an error of that code and message. Either way the loop logs the same `error` event;
  * - no `finish` and no error: the step was interrupted (abort, disposal). The stream hangs
  *   after the chunks, so the replaying test must interrupt it again, as the recording did;
- * - the log ends inside the step (a crash): the stream dies with `REPLAY_MISMATCH`.
+ * - the log ends inside the step (a crash), or a resume closed the step after a crash (its
+ *   `session/repair` of kind `interrupted-turn`): the stream dies with `REPLAY_MISMATCH`.
  *
  * A request after the last recorded step dies with `REPLAY_MISMATCH` ("recording exhausted").
  *
@@ -382,6 +383,8 @@ interface Open {
   readonly chunks: Array<StreamChunk.StreamChunk>
   answered: boolean
   failure: { readonly code: string; readonly message: string } | undefined
+  /** Open when a resume repaired the log of a crash: its step/end is the repair's, not an interruption. */
+  crashed: boolean
 }
 
 const close = (open: Open, ended: boolean): Step => {
@@ -475,7 +478,8 @@ export const steps = (
           request,
           chunks: [],
           answered: false,
-          failure: undefined
+          failure: undefined,
+          crashed: false
         })
         break
       }
@@ -496,12 +500,16 @@ export const steps = (
         }
         break
       }
+      case "session/repair":
+        // the process died inside these steps: a resume closed them, the recording never ended them
+        if (event.data.kind === "interrupted-turn") for (const current of open.values()) current.crashed = true
+        break
       case "step/end": {
         const k = key(event.data.turn, event.data.step)
         const current = open.get(k)
         if (current !== undefined) {
           open.delete(k)
-          done.push(close(current, true))
+          done.push(close(current, !current.crashed))
         }
         break
       }

@@ -252,6 +252,21 @@ describe("Replay.steps", () => {
     ])
   })
 
+  it("a step a resume closed after a crash (its interrupted-turn repair) is Cut, not Interrupted", () => {
+    const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
+    const events = log(
+      ["turn/start", { turn: 1, trigger: "send" }],
+      ["step/start", { turn: 1, step: 1 }],
+      ["model/request", { turn: 1, step: 1, model: "m", settings: {} }],
+      ...chunks(1, 1, partial),
+      // what the resume appended to close the turn the process died in
+      ["session/repair", { kind: "interrupted-turn", turn: 1, step: 1, calls: 0, message: "the process died in turn 1" }],
+      ["step/end", { turn: 1, step: 1 }],
+      ["turn/end", { turn: 1, reason: { kind: "interrupted" } }]
+    )
+    expect(Replay.steps(events).map((s) => s.ending)).toStrictEqual([{ _tag: "Cut" }])
+  })
+
   it("`from` leaves out the steps of a seed: they are history, their messages still derive", () => {
     const steps = Replay.steps(recording, { from: 4 })
     expect(steps.map((s) => [s.number, s.step])).toStrictEqual([[1, 2]])
