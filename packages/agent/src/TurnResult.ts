@@ -32,7 +32,8 @@ export interface RunOptions<A = never> {
    * not decode goes back to the model with every violation, under the agent's `maxInvalidArgs`
    * budget. The decoded answer is the result's `output`. A Schema JSON cannot carry (a
    * `Schema.declare` without a `toCodecJson` annotation, anywhere in it) fails the call with
-   * `INVALID_TOOL` before any request.
+   * `INVALID_TOOL` before any request. During such a run `final_answer` is the answer's tool: a
+   * registered tool of that name is not offered to the model (name yours otherwise).
    */
   readonly output?: Schema.Codec<A, any>
 }
