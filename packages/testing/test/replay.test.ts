@@ -262,7 +262,7 @@ describe("Replay.steps", () => {
       // what the resume appended to close the turn the process died in
       ["session/repair", { kind: "interrupted-turn", turn: 1, step: 1, calls: 0, message: "the process died in turn 1" }],
       ["step/end", { turn: 1, step: 1 }],
-      ["turn/end", { turn: 1, reason: { kind: "interrupted" } }]
+      ["turn/end", { turn: 1, reason: { kind: "interrupted", message: "the process died in turn 1" } }]
     )
     expect(Replay.steps(events).map((s) => s.ending)).toStrictEqual([{ _tag: "Cut" }])
   })
