@@ -182,15 +182,15 @@ export const make = <S extends ParametersSchema, E extends HarnessError.HarnessE
     readonly excessKeys?: ExcessKeys | undefined
     readonly execute: (args: S["Type"]) => Effect.Effect<Output, E, R>
   }
-): Tool<S["Type"], E, R> => ({
-  [TypeId]: TypeId,
-  name,
-  description: options.description,
-  parameters: { _tag: "Schema", schema: options.parameters, excessKeys: options.excessKeys ?? "reject" },
-  concurrencySafe: options.concurrencySafe ?? false,
-  timeout: options.timeout === undefined ? Option.none() : Option.some(Duration.fromInputUnsafe(options.timeout)),
-  execute: options.execute
-})
+): Tool<S["Type"], E, R> =>
+  withTimeout({
+    [TypeId]: TypeId,
+    name,
+    description: options.description,
+    parameters: { _tag: "Schema", schema: options.parameters, excessKeys: options.excessKeys ?? "reject" },
+    concurrencySafe: options.concurrencySafe ?? false,
+    execute: options.execute
+  }, options.timeout)
 
 /**
  * Defines a tool from a raw JSON Schema (an MCP tool, say). Its arguments are parsed from JSON
@@ -207,15 +207,28 @@ export const fromJsonSchema = <E extends HarnessError.HarnessError = never, R = 
     readonly parameters: Schema.JsonObject
     readonly execute: (args: Schema.Json) => Effect.Effect<Output, E, R>
   }
-): Tool<Schema.Json, E, R> => ({
-  [TypeId]: TypeId,
-  name,
-  description: options.description,
-  parameters: { _tag: "JsonSchema", jsonSchema: options.parameters },
-  concurrencySafe: options.concurrencySafe ?? false,
-  timeout: options.timeout === undefined ? Option.none() : Option.some(Duration.fromInputUnsafe(options.timeout)),
-  execute: options.execute
-})
+): Tool<Schema.Json, E, R> =>
+  withTimeout({
+    [TypeId]: TypeId,
+    name,
+    description: options.description,
+    parameters: { _tag: "JsonSchema", jsonSchema: options.parameters },
+    concurrencySafe: options.concurrencySafe ?? false,
+    execute: options.execute
+  }, options.timeout)
+
+// Tools whose timeout was no duration of zero or more, with what it was: `make` stays total
+// (it runs outside any Effect), and registration refuses the tool with INVALID_TOOL.
+const refusedTimeouts = new WeakMap<object, unknown>()
+
+const withTimeout = <T extends Omit<Any, "timeout">>(tool: T, input: Duration.Input | undefined): T & Pick<Any, "timeout"> => {
+  if (input === undefined) return { ...tool, timeout: Option.none() }
+  const duration = typeof input === "number" && Number.isNaN(input) ? Option.none() : Duration.fromInput(input)
+  if (Option.isSome(duration) && Duration.toMillis(duration.value) > 0) return { ...tool, timeout: duration }
+  const made = { ...tool, timeout: Option.none<Duration.Duration>() }
+  refusedTimeouts.set(made, input)
+  return made
+}
 
 /**
  * Whether a value is a tool.
@@ -249,6 +262,19 @@ export const validateName = (name: string): Result.Result<string, InvalidToolErr
         "each a letter, a digit, '_' or '-' (providers reject any other name)"
     })
   )
+
+const validateTimeout = (tool: Any): Result.Result<void, InvalidToolError> =>
+  refusedTimeouts.has(tool)
+    ? Result.fail(
+      new InvalidToolError({
+        tool: tool.name,
+        reason: "timeout",
+        message: `Tool "${tool.name}" has an invalid timeout: expected a duration above zero ("30 seconds", milliseconds), got ${
+          HarnessError.describe(refusedTimeouts.get(tool))
+        }`
+      })
+    )
+    : Result.void
 
 /**
  * Options for {@link wireSchema}.
@@ -284,7 +310,7 @@ export const wireSchema = (
   tool: Any,
   options?: WireSchemaOptions
 ): Result.Result<ModelRequest.ToolSchema, InvalidToolError> =>
-  Result.flatMap(validateName(tool.name), () => {
+  Result.flatMap(Result.flatMap(validateName(tool.name), () => validateTimeout(tool)), () => {
     const strict = options?.strict === true && tool.parameters._tag === "Schema"
     return Result.map(
       parametersJsonSchema(tool, strict),

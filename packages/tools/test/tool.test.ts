@@ -314,6 +314,26 @@ describe("Tool.wireSchema", () => {
     )
   })
 
+  it("a timeout that is no duration above zero: make stays total, wireSchema refuses it (INVALID_TOOL, reason timeout)", () => {
+    for (const timeout of ["nope", -5, 0, Number.NaN]) {
+      const tool = Tool.make("slow", {
+        description: "x",
+        parameters: Schema.Struct({}),
+        timeout: timeout as never,
+        execute: () => Effect.succeed("")
+      })
+      const error = refusal(tool)
+      expect(error.reason).toBe("timeout")
+      expect(error.message).toBe(
+        `Tool "slow" has an invalid timeout: expected a duration above zero ("30 seconds", milliseconds), got ${
+          typeof timeout === "string" ? timeout : String(timeout)
+        }`
+      )
+    }
+    const fine = Tool.make("slow", { description: "x", parameters: Schema.Struct({}), timeout: "5 seconds", execute: () => Effect.succeed("") })
+    expect(Option.map(fine.timeout, Duration.toMillis)).toStrictEqual(Option.some(5000))
+  })
+
   it("refuses parameters that are not a struct at all (a cast that lies)", () => {
     const lying = Tool.make("lying", {
       description: "x",
