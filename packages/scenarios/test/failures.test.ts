@@ -9,7 +9,7 @@ import { ScriptedModel } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
 import { FlushCheckpoint, SessionErrors } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { broken, create, echo, endReasons, type Event, kinds, ofType, Refused, requests, run, TestLayer, textOf, turnEvents } from "./helpers.ts"
 
 const { reply } = ScriptedModel
@@ -227,6 +227,22 @@ describe("other failures", () => {
       expect(error.data.message).toContain("\"cwd\"")
       expect(yield* requests).toStrictEqual([])
     }).pipe(Effect.scoped, Effect.provide(TestLayer())))
+
+  it.effect("a seam middleware that gives back a value of another shape: MIDDLEWARE naming it, no DEFECT", () =>
+    Effect.gen(function*() {
+      const hooks = yield* AgentHooks
+      const scope = yield* Scope.make()
+      yield* hooks.request.register({ name: "redactor", around: () => Effect.succeed(42 as never) }).pipe(Scope.provide(scope))
+      const first = yield* firstTurn()
+      const error = expectErrorTurn(first.events, "MIDDLEWARE")
+      expect(error.data.message).toBe("the request middleware (redactor) gave 42, not a model request")
+      yield* Scope.close(scope, Exit.void)
+      yield* hooks.continuation.register({ name: "keeps-going", around: () => Effect.succeed("yes" as never) })
+      const agent = yield* create()
+      yield* run(agent, "again")
+      const [failed] = ofType(yield* agent.session.events, "error")
+      expect(failed?.data).toMatchObject({ code: "MIDDLEWARE", message: "the continuation middleware (keeps-going) gave yes, not true or false" })
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("one"), reply.text("two")] }))))
 
   const misbehaving: ReadonlyArray<readonly [string, unknown, string]> = [
     ["content that is no Effect", 42, "its content is 42, neither a string nor an Effect"],

@@ -9,7 +9,8 @@
  *
  * @internal
  */
-import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
+import { ErrorCode, HarnessError, LlmError, Middleware } from "@dsh/llm"
+import * as Effect from "effect/Effect"
 import { ToolErrors } from "@dsh/tools"
 import * as Cause from "effect/Cause"
 import * as Option from "effect/Option"
@@ -102,4 +103,26 @@ export const typedError = (code: HarnessError.HarnessError["code"], message: str
     default:
       return new TurnDefectError({ message })
   }
+}
+
+/**
+ * What a seam's middleware chain gave back, checked for the shape the loop reads: a value of
+ * another shape (past the types) fails the step with `MIDDLEWARE` naming the seam's
+ * middleware, instead of a defect somewhere further on that names nobody.
+ */
+export const seamOutput = <A>(
+  seam: string,
+  chain: { readonly current: () => ReadonlyArray<{ readonly name: string }> },
+  expected: string,
+  is: (value: unknown) => boolean
+) =>
+(value: A): Effect.Effect<A, Middleware.MiddlewareError> => {
+  if (is(value)) return Effect.succeed(value)
+  const names = chain.current().map((middleware) => middleware.name).join(", ")
+  return Effect.fail(
+    new Middleware.MiddlewareError({
+      middleware: names,
+      message: `the ${seam} middleware (${names}) gave ${HarnessError.describe(value)}, not ${expected}`
+    })
+  )
 }

@@ -13,10 +13,11 @@ import { Assembler, type FinishReason, type HarnessError, type Message, type Mod
 import { SessionEvent } from "@dsh/session"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
 import { dropLate, listening, logInTurn } from "./events.ts"
-import { describeCause, modelCode, typedError } from "./failure.ts"
+import { describeCause, modelCode, seamOutput, typedError } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
 
@@ -83,7 +84,7 @@ const stepWork = Effect.fnUntraced(function*(
   const result = yield* env.hooks.stepResult.apply(
     { message: assembled.message, finishReason, usage: assembled.usage, context },
     (input) => Effect.succeed(input.message)
-  )
+  ).pipe(Effect.flatMap(seamOutput("step-result", env.hooks.stepResult, "an assistant message", isAssistantMessage)))
   const { calls, message, rewrites } = uniqueCallIds(result)
   yield* logInTurn(env, state, turn, "assistant/message", {
     turn: turn.number,
@@ -102,6 +103,14 @@ const stepWork = Effect.fnUntraced(function*(
   return { message, hadToolCalls: calls.length > 0 }
 })
 
+// The shapes the loop reads of what the seams give back (the rest is checked where it is logged).
+const isAssistantMessage = (value: unknown): boolean =>
+  Predicate.isObject(value) && value["role"] === "assistant" && Array.isArray(value["content"])
+const isAssembly = (value: unknown): boolean =>
+  Predicate.isObject(value) && typeof value["system"] === "string" && Array.isArray(value["tools"])
+const isRequest = (value: unknown): boolean =>
+  Predicate.isObject(value) && typeof value["model"] === "string" && Predicate.isObject(value["messages"])
+
 /** The request: the assembled prompt and the history derived from the log, through the request middleware. */
 const buildRequest = Effect.fnUntraced(function*(
   env: Env,
@@ -118,7 +127,7 @@ const buildRequest = Effect.fnUntraced(function*(
     ...(options.prompt === undefined ? {} : { agentPrompt: options.prompt }),
     tools,
     context
-  })
+  }).pipe(Effect.flatMap(seamOutput("prompt assembly", { current: () => [{ name: "SystemPrompt.use" }] }, "an assembly", isAssembly)))
   const base: ModelRequest.ModelRequest = {
     model: options.model,
     messages: yield* env.session.messages,
@@ -128,7 +137,9 @@ const buildRequest = Effect.fnUntraced(function*(
     ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
     ...(options.providerOptions === undefined ? {} : { providerOptions: options.providerOptions })
   }
-  return yield* env.hooks.request.apply({ request: base, context }, (input) => Effect.succeed(input.request))
+  return yield* env.hooks.request.apply({ request: base, context }, (input) => Effect.succeed(input.request)).pipe(
+    Effect.flatMap(seamOutput("request", env.hooks.request, "a model request", isRequest))
+  )
 })
 
 /**

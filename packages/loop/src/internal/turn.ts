@@ -21,10 +21,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import { awaitFiber, graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
 import { compact, compactIfNeeded, isOverflow, type Log } from "./compaction.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
-import { describeCause } from "./failure.ts"
+import { describeCause, seamOutput } from "./failure.ts"
 import * as Output from "./output.ts"
 import type { AgentState, Env, Outcome, Pending, Run, Step, Turn, TurnReport } from "./state.ts"
 import { runStep, type StepFailure, type StepResult } from "./step.ts"
@@ -145,7 +146,7 @@ const turnBody = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: 
         context: { agentId: env.agentId, sessionId: env.session.id, turn: turn.number, step: number }
       },
       (input) => Effect.succeed(input.hadToolCalls || input.steered)
-    )
+    ).pipe(Effect.flatMap(seamOutput("continuation", env.hooks.continuation, "true or false", Predicate.isBoolean)))
     // steering queued by step-end or continuation listeners forces another step
     if (!proceed && state.steering.length === 0) return completed
   }
