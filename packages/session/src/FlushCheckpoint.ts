@@ -49,7 +49,14 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
         return Effect.forEach(
           running,
           (hook) =>
-            hook.flush(session).pipe(
+            // a hook that throws (or gives no Effect) fails like one that dies: a plain suspend
+            // would let either escape every catch below
+            Effect.suspend(() => {
+              const flushed: unknown = hook.flush(session)
+              return Effect.isEffect(flushed)
+                ? flushed as Effect.Effect<void, PersistenceError>
+                : Effect.die(new TypeError(`it returned ${HarnessError.describe(flushed)}, not an Effect`))
+            }).pipe(
               Effect.catchDefect((defect) =>
                 Effect.fail(
                   new PersistenceError({

@@ -114,6 +114,21 @@ describe("FlushCheckpoint", () => {
       expect(both.failures).toStrictEqual(["flush hook \"jsonl\" died: fsync: EIO", "flush hook \"thrower\" died: oops"])
     }).pipe(Effect.provide(FlushCheckpoint.layer)))
 
+  it.effect("a hook that throws before giving an Effect, or gives none, is a PersistenceError naming it too", () =>
+    Effect.gen(function*() {
+      const checkpoint = yield* FlushCheckpoint
+      yield* checkpoint.register(hook("eager", () => {
+        throw new Error("no disk")
+      }))
+      yield* checkpoint.register(hook("promising", () => Promise.resolve() as never))
+      const error = yield* Effect.flip(checkpoint.flush(session))
+      expect(error.code).toBe("PERSISTENCE")
+      expect(error.failures).toStrictEqual([
+        "flush hook \"eager\" died: no disk",
+        "flush hook \"promising\" died: TypeError: it returned {}, not an Effect"
+      ])
+    }).pipe(Effect.provide(FlushCheckpoint.layer)))
+
   it.effect("a registration lasts until its scope closes", () =>
     Effect.gen(function*() {
       const checkpoint = yield* FlushCheckpoint
