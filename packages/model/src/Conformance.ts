@@ -11,8 +11,9 @@
  * - a case's own expectation about the assembled answer holds.
  *
  * And once, with the `endless` request (an answer that does not end by itself): interrupting
- * the consumer after its first chunk ends the stream within `interruptWithin`, after which
- * the optional `afterInterrupt` probe (e.g. "the server saw the connection close") passes.
+ * the consumer after its first chunk (which must come within `firstChunkWithin`) ends the
+ * stream within `interruptWithin`, after which the optional `afterInterrupt` probe (e.g. "the
+ * server saw the connection close") passes.
  *
  * @since 0.1.0
  */
@@ -84,6 +85,8 @@ export interface Options<E> {
   readonly endless?: ModelRequest.ModelRequest
   /** How long the interrupted stream may take to end (default 5 seconds). */
   readonly interruptWithin?: Duration.Input
+  /** How long the endless request's stream may take to give its first chunk (default 30 seconds). */
+  readonly firstChunkWithin?: Duration.Input
   /** Runs after the interruption; fails (with a description) when the adapter did not release its resources. */
   readonly afterInterrupt?: Effect.Effect<void, string>
 }
@@ -138,11 +141,20 @@ const runInterruption = <E>(
       Effect.forkDetach
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => fiber.interruptUnsafe()))
+    const firstChunkWithin = options.firstChunkWithin ?? Duration.seconds(30)
     const started = yield* Effect.raceFirst(
       Effect.as(Deferred.await(first), true),
       Effect.as(Fiber.await(fiber), false)
-    )
-    if (!started) {
+    ).pipe(Effect.timeoutOption(firstChunkWithin))
+    // a stream that stalls before its first chunk cannot be checked: said, not waited for
+    if (Option.isNone(started)) {
+      return [{
+        case: name,
+        rule: "interruption",
+        message: `the endless request's stream gave no chunk within ${Duration.format(Duration.fromInputUnsafe(firstChunkWithin))}`
+      }]
+    }
+    if (!started.value) {
       return [{ case: name, rule: "interruption", message: "the endless request's stream ended before its first chunk" }]
     }
     const interrupted = yield* Fiber.interrupt(fiber).pipe(

@@ -341,6 +341,22 @@ describe("Conformance interruption check", () => {
       expect(violations[0]?.message).toContain("did not end within 5s")
     }))
 
+  it.effect("reports an endless request whose stream stalls before its first chunk, instead of waiting for ever", () =>
+    Effect.gen(function*() {
+      const violations = yield* checkUnderTestClock({
+        name: "stalled",
+        layer: endlessModel(() => Stream.never),
+        cases: [],
+        endless,
+        firstChunkWithin: "10 seconds"
+      })
+      expect(violations).toStrictEqual([{
+        case: "interruption",
+        rule: "interruption",
+        message: "the endless request's stream gave no chunk within 10s"
+      }])
+    }))
+
   it.effect("reports an endless request whose stream ends before its first chunk", () =>
     Effect.gen(function*() {
       const violations = yield* Conformance.check({
