@@ -6,12 +6,13 @@
 import { type Agent, AgentHooks, Agents } from "@dsh/agent"
 import { type Content, History, LlmError, type ModelRequest, Usage } from "@dsh/llm"
 import { AgentLoop } from "@dsh/loop"
-import { ScriptedModel } from "@dsh/model"
+import { Model, ScriptedModel } from "@dsh/model"
 import { Compaction, Derivation, type SessionEvent } from "@dsh/session"
 import { Replay, Testing } from "@dsh/testing"
 import { Tool, Tools } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { create, echo, type Event, gatedTool, makeGate, ofType, register, TestLayer, textOf, turnEvents } from "./helpers.ts"
 
 const { reply } = ScriptedModel
@@ -341,6 +342,35 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
       expect(model.summaries).toStrictEqual([])
     }).pipe(Effect.provide(TestLayer({ script: model.replies })))
   })
+
+  it.effect("a summarizer that ignores the abort past the grace: compaction/failed ABORTED is logged all the same", () =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      const asked = yield* Deferred.make<void>()
+      // the second call is the summary's: it neither answers nor lets itself be interrupted
+      let calls = 0
+      yield* model.use({
+        name: "stubborn",
+        around: (request, next) =>
+          ++calls === 2
+            ? Stream.fromEffect(Effect.andThen(Deferred.succeed(asked, undefined), Effect.uninterruptible(Effect.never)))
+            : next(request)
+      })
+      const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 }, abortGrace: "1 second" })
+      yield* agent.run("one")
+      const compacting = yield* Effect.forkChild(agent.compact())
+      yield* Deferred.await(asked)
+      const aborting = yield* Effect.forkChild(agent.abort("stop"))
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(aborting)
+      expect(yield* Effect.flip(Fiber.join(compacting))).toMatchObject({ code: "ABORTED" })
+      expect(failures(yield* agent.session.events)).toStrictEqual([expect.objectContaining({
+        kind: "summary",
+        reason: "manual",
+        code: "ABORTED",
+        message: "the summarizing call did not stop within the abort grace; it was detached"
+      })])
+    }).pipe(Effect.provide(TestLayer({ script: [reply.text("a")] }))))
 
   it.effect("abort during an automatic summarizing call: the turn ends aborted, compaction/failed ABORTED", () => {
     const asked = Deferred.makeUnsafe<void>()

@@ -67,6 +67,16 @@ export const runCompaction = Effect.fnUntraced(function*(env: Env, state: AgentS
   if (Option.isNone(ended)) {
     work.interruptUnsafe()
     ended = yield* awaitFiber(work, run.deadline)
+    // the summarizer did not stop within the grace: its own record of the abort would come too
+    // late to be logged, so the compaction's end is recorded here, before the log closes to it
+    if (Option.isNone(ended)) {
+      yield* Effect.ignore(log("compaction/failed", {
+        kind: "summary",
+        reason: "manual",
+        code: "ABORTED",
+        message: "the summarizing call did not stop within the abort grace; it was detached"
+      }))
+    }
   }
   closed = true
   state.current = undefined
