@@ -88,9 +88,9 @@ const jobsText = (jobs: ReadonlyArray<Bash.Job>): string =>
 export const bash = Tool.make("bash", {
   description: "Runs a shell command (bash -c) and returns its output (stdout and stderr, interleaved) and its exit " +
     "status; a non-zero exit is reported, not an error. Each call is a fresh shell: cd and variables do not carry " +
-    "over, so pass cwd. Long output keeps its head and tail and names a file holding all of it. The command and " +
-    "everything it started are killed when it exits, times out or is aborted: use bash_background for servers, " +
-    "watchers and other long-running commands.",
+    "over, so pass cwd. Long output keeps its head and tail and names a file holding all of it. When the command " +
+    "exits, times out or is aborted, its process group is killed: what it started goes too, unless it left the " +
+    "group (e.g. with setsid). Use bash_background for servers, watchers and other long-running commands.",
   parameters: Schema.Struct({
     command: Command,
     cwd: Schema.optionalKey(Cwd),
@@ -166,7 +166,7 @@ export const bashWait = Tool.make("bash_wait", {
  * @category tools
  */
 export const bashKill = Tool.make("bash_kill", {
-  description: "Stops a background job and everything it started (SIGTERM, then SIGKILL), then returns its last " +
+  description: "Stops a background job and its process group, what it started included unless that left the group (SIGTERM, then SIGKILL), then returns its last " +
     "output and how it ended. A job that already ended is left as it is.",
   parameters: Schema.Struct({ jobId: JobId }),
   execute: ({ jobId }) => Bash.Bash.use((service) => service.kill(jobId)).pipe(Effect.map((read) => jobText(read)))

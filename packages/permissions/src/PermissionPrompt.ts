@@ -6,7 +6,9 @@
  * first), so a prompt never sees two questions at once, and an "always" answer already
  * covers the calls that were waiting behind it. Without a prompt, asking is a denial, and the
  * reason says so; a prompt that fails or dies is a denial too, with its failure as the
- * reason. Interrupting the call (an abort) interrupts the question.
+ * reason, and so is one whose `ask` throws or gives back something that is not an Effect (a
+ * Promise, a plain `"yes"`: an untyped application's mistake). Interrupting the call (an
+ * abort) interrupts the question.
  *
  * @since 0.1.0
  */
@@ -49,9 +51,10 @@ export interface Request {
   readonly reason: string
   /**
    * The allow rule an `always` answer adds for the rest of the session: the tool, narrowed to
-   * the call's exact commands and its path when it has them. Absent when the call has no
-   * session (outside an agent) or when no rule could allow exactly this call again (a
-   * command with expansions or redirections): then `always` allows this call only.
+   * the call's exact commands and its path when it has them, and to the directory its command
+   * runs in when the tool takes a `cwd`. Absent when the call has no session (outside an
+   * agent) or when no rule could allow exactly this call again (a command with expansions or
+   * redirections, a call that sets environment variables): then `always` allows this call only.
    */
   readonly always?: Rule
   /** The agent and session of the call (absent outside an agent). */

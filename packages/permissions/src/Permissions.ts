@@ -22,8 +22,8 @@
  * no rewrite a higher order, or it changes a call after it was checked.
  *
  * It never fails and never dies on anything a model or a user can send: arguments that do
- * not parse, a hostile command line, a prompt that fails or answers nonsense all end in a
- * decision.
+ * not parse, a hostile command line, a prompt that fails, throws, answers nonsense or gives
+ * back something that is not an Effect all end in a decision (a denial naming what went wrong).
  *
  * @since 0.1.0
  */
@@ -162,12 +162,30 @@ const shownAnswer = (answer: unknown): string =>
 
 const isAnswer = (u: unknown): u is PermissionPrompt.Answer => u === "yes" || u === "no" || u === "always"
 
+const isPromise = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && typeof (u as { readonly then?: unknown }).then === "function"
+
+/** The prompt's question as an Effect: one that gives back anything else (a Promise, a plain `"yes"`) failed. */
+const question = (
+  prompt: PermissionPrompt.PermissionPrompt["Service"],
+  request: PermissionPrompt.Request
+): Effect.Effect<unknown, unknown> =>
+  Effect.suspend(() => {
+    const asked: unknown = prompt.ask(request)
+    // running it would die past every catch ("Not a valid effect"); a Promise is not awaited
+    return Effect.isEffect(asked)
+      ? asked as Effect.Effect<unknown, unknown>
+      : Effect.fail(
+        `it gave back ${isPromise(asked) ? "a Promise" : shownAnswer(asked)}, which is not an Effect (ask returns an Effect of yes, no or always)`
+      )
+  })
+
 /** The prompt's answer, or what went wrong with it; an interruption interrupts. */
 const askPrompt = (
   prompt: PermissionPrompt.PermissionPrompt["Service"],
   request: PermissionPrompt.Request
 ): Effect.Effect<Result.Result<PermissionPrompt.Answer, string>> =>
-  Effect.suspend(() => prompt.ask(request)).pipe(
+  question(prompt, request).pipe(
     Effect.map((answer: unknown) =>
       isAnswer(answer)
         ? Result.succeed(answer)

@@ -36,21 +36,42 @@
  *   `$(…)`, backticks and `<(…)` run — and each simple command is matched:
  *   - an **allow** rule vouches for the call, so it matches only when **every** command of the
  *     line matches one of its patterns exactly as written: no substitution anywhere in the
- *     line, no leading variable assignment, no expansion or glob in the matched words, no
- *     output redirection to a file (`> /dev/null` and `2>&1` are fine). So
- *     `"git status"` does not allow `git status; rm -rf ~` or `git status > notes`;
+ *     line, no leading variable assignment, no expansion, glob or `$'…'` in the matched words,
+ *     no output redirection to a file (`> /dev/null` and `2>&1` are fine), no shell reading a
+ *     script from its input (`… | bash`, `bash <<'EOF'`, `sudo -s`), and no environment
+ *     variables set by the call: an `env` argument other than `{}` (`BASH_FUNC_ls%%` defines
+ *     `ls`, `BASH_ENV` runs a file first, `PATH` picks another `ls`, `${x@P}` runs what `x`
+ *     holds). So `"git status"` does not allow `git status; rm -rf ~`, `git status > notes`
+ *     or `{"command": "git status", "env": {"GIT_DIR": "/elsewhere"}}`;
  *   - a **deny** or **ask** rule restricts, so it matches when **any** command of the line,
  *     those inside substitutions included, matches one of its patterns, looking past leading
- *     assignments, reserved words (`if`, `then`, `do`, `!`, `{`, …) and the wrappers `sudo`,
- *     `doas`, `env`, `command`, `builtin`, `exec`, `nohup`, `nice`, `xargs`, `time` (by name or
- *     path: `/usr/bin/env`) with their options and the values options take (`nice -n 19`,
- *     `sudo -u root`, `xargs -n 1`), taking `/bin/rm` as `rm`, and reading the lines `eval …` and `sh -c '…'`
- *     (`bash`, `zsh`, `dash`, `ksh` too) run, 8 levels deep. So `"rm"` denies
- *     `ls && sudo rm -rf build`, `echo $(rm x)` and `bash -c "rm x"`. A line the policy cannot
- *     read to the end (nested too deeply) matches every deny and ask rule.
- *   Command rules read what the line says, not what it does: a script, an alias, `find
- *   -delete`, `python -c` or `env -S 'rm x'` are not `rm` to them. They keep a model to the
- *   commands you expect; a sandbox is what contains a command.
+ *     assignments, reserved words (`if`, `then`, `do`, `!`, `{`, …) and the programs that run
+ *     a command they are given: `sudo`, `doas`, `su`, `env`, `command`, `builtin`, `exec`,
+ *     `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`, `ionice`, `chrt`, `taskset`,
+ *     `flock`, `unshare`, `nsenter`, `chroot`, `prlimit`, `numactl`, `strace`, `watch`,
+ *     `fakeroot`, `eatmydata`, `busybox` and `xargs`, by name or path (`/usr/bin/env`), with
+ *     their options as getopt reads them (clustered, long, abbreviated, `--opt value` and
+ *     `--opt=value`) and the values and operands before the command (`nice -n 19`,
+ *     `sudo --user root`, `timeout -s KILL 5`); such a program is a command too (`"sudo"`
+ *     denies `sudo rm x`). It takes `/bin/rm` as `rm`, decodes `$'…'` as bash does
+ *     (`$'\x72m'` is `rm`), and reads the lines that `eval …`, a shell's `-c` (after its
+ *     options: `bash -o pipefail -c '…'`; `sh`, `zsh`, `dash`, `ksh`, `fish` and the others
+ *     too), `su -c`, `env -S`, `flock FILE -c`, `watch` and `trap` run, 8 levels deep; and,
+ *     for the commands they spell out, the values the line assigns (`x='$(rm y)'`) and the
+ *     values of the call's `env` (an exported function `BASH_FUNC_ls%%`), which the shell
+ *     may run. So `"rm"` denies `ls && sudo rm -rf build`, `echo $(rm x)` and
+ *     `bash -c "rm x"`.
+ *   - What a deny or ask rule cannot know could be anything, so it matches, as arguments that
+ *     do not parse are denied: a line nested too deeply; a word made by an expansion, a glob or
+ *     a brace expansion where a pattern has a word (`$X -rf x`, `/bin/r? x`, `{rm,x}`,
+ *     `git $SUB` for `"git push"`); a shell reading a script the line does not show, from its
+ *     input (`echo 'rm x' | bash`, `bash <<'EOF'`, `bash /dev/stdin`, `sudo -s`, `su` without
+ *     `-c`, `source /dev/stdin`) or from an expansion (`bash -c "$LINE"`, `eval "$X"`). Such a
+ *     line meets the first deny or ask rule with a command pattern.
+ *   Command rules read what the line says, not what it does: a script file (`bash build.sh`),
+ *   an alias, `find -delete`, `python -c`, or a program's own options before its subcommand
+ *   (`git -C . push`) are not `rm` or `git push` to them. They keep a model to the commands
+ *   you expect; a sandbox is what contains a command.
  * - `path`: for tools with a `path` string argument (`read`, `write`, `edit`, `list`, `glob`,
  *   `search`). A glob: `*` is any run of characters within a path segment (dotfiles
  *   included), `?` one character, `**` as a whole segment any number of segments (none
@@ -61,7 +82,12 @@
  *   `/etc/passwd`. Symbolic links are not followed and `~` is not expanded. A path rule
  *   matches where a call points, not what a recursive tool reaches beneath it: `glob` or
  *   `search` without a `path` matches no path rule.
- * - A call that lacks the argument (or where it is not a string) does not match the rule.
+ * - `cwd`: for tools with a `cwd` argument (`bash`, `bash_background`): globs, as for `path`,
+ *   of the directory the command runs in: the call's `cwd` resolved against `root`, or `root`
+ *   itself when the call has none (the dsh command runs bash in the policy's root). A rule
+ *   without `cwd` matches any directory; the rule an "always" answer adds for such a tool has one.
+ * - A call that lacks the argument (or where it is not a string) does not match the rule;
+ *   for `cwd`, only one where it is not a string.
  *   Arguments that are not JSON (or nest too deeply): the first rule that matches the call's
  *   name decides as usual if it has no argument pattern; if it has one, the call is **denied**
  *   with the parse error as the reason, rather than the rule skipped — skipping a deny rule
@@ -123,6 +149,9 @@ export const Rule = Schema.Struct({
   command: Schema.optionalKey(Patterns).annotate({ description: "The words a command starts with, for tools with a command argument" }),
   exact: Schema.optionalKey(Schema.Boolean).annotate({ description: "Commands must have exactly the pattern's words" }),
   path: Schema.optionalKey(Patterns).annotate({ description: "Path globs (*, ?, **), for tools with a path argument" }),
+  cwd: Schema.optionalKey(Patterns).annotate({
+    description: "Globs (*, ?, **) of the directory a command runs in, for tools with a cwd argument"
+  }),
   reason: Schema.optionalKey(Schema.String).annotate({ description: "Why, told to the model with a denial" })
 })
 
@@ -337,7 +366,8 @@ export const describeRule = (rule: Rule): string => {
     ? ` with the command ${listText(listOf(rule.command), quoted)}`
     : ` with a command starting ${listText(listOf(rule.command), quoted)}`
   const path = rule.path === undefined ? "" : ` with a path matching ${listText(listOf(rule.path), quoted)}`
-  return `${rule.decision} ${tools}${command}${path}`
+  const cwd = rule.cwd === undefined ? "" : ` run in a directory matching ${listText(listOf(rule.cwd), quoted)}`
+  return `${rule.decision} ${tools}${command}${path}${cwd}`
 }
 
 /**

@@ -31,6 +31,16 @@ const deploy = Tool.make("deploy", {
   execute: ({ target }) => Effect.sync(() => (ran.push(`deploy ${target}`), `deployed ${target}`))
 })
 
+const shell = Tool.make("shell", {
+  description: "Runs a command in a directory, with environment variables (a stand-in for the bash tool)",
+  parameters: Schema.Struct({
+    command: Schema.String,
+    cwd: Schema.optionalKey(Schema.String),
+    env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+  }),
+  execute: ({ command, cwd }) => Effect.sync(() => (ran.push(`${cwd ?? "."}: ${command}`), `ran ${command}`))
+})
+
 let ids = 0
 const call = (name: string, args: string | object): Content.ToolCallBlock =>
   Content.toolCall(Ids.callId(`call-${++ids}`), name, typeof args === "string" ? args : JSON.stringify(args))
@@ -59,7 +69,10 @@ const rules: ReadonlyArray<Policy.Rule> = [
 ]
 
 /** The registry with the stand-in tools, and a session store. */
-const Base = Layer.mergeAll(Tools.layer(bash, write, deploy).pipe(Layer.provideMerge(ToolRegistry.layer)), SessionStore.layer)
+const Base = Layer.mergeAll(
+  Tools.layer(bash, write, deploy, shell).pipe(Layer.provideMerge(ToolRegistry.layer)),
+  SessionStore.layer
+)
 
 /** A policy over `rules` (default deny) taking `prompt`, if any. */
 const policyLayer = (prompt?: Layer.Layer<PermissionPrompt.PermissionPrompt>) => {
@@ -211,6 +224,37 @@ describe("Permissions.middleware", () => {
       expect(bare?.always).toBeUndefined()
     }).pipe(Effect.scoped, Effect.provide(WithAnswers(["always", "no", "always"]))))
 
+  it.effect("always is narrowed to the directory the command ran in, and never covers a call that sets environment variables", () =>
+    Effect.gen(function*() {
+      ran.length = 0
+      const session = yield* newSession
+      const run = (args: object) => Effect.map(execute(session, call("shell", args)), show)
+      yield* Effect.gen(function*() {
+        expect(yield* run({ command: "make" })).toBe("ok: ran make")
+        // the same directory, however it is written, is not asked again
+        expect(yield* run({ command: "make", cwd: "." })).toBe("ok: ran make")
+        expect(yield* run({ command: "make", cwd: "/repo" })).toBe("ok: ran make")
+        // another directory runs another project's make; environment variables change what make means
+        expect(yield* run({ command: "make", cwd: "/elsewhere" })).toContain("the user refused")
+        expect(yield* run({ command: "make", env: { "BASH_FUNC_make%%": "() { id; }" } })).toContain("the user refused")
+        // and no rule can allow such a call again: always allows it once
+        expect(yield* run({ command: "make", env: { CI: "1" } })).toBe("ok: ran make")
+        expect((yield* asked).map((r) => r.always)).toStrictEqual([
+          { decision: "allow", tool: "shell", command: ["make"], exact: true, cwd: "/repo" },
+          { decision: "allow", tool: "shell", command: ["make"], exact: true, cwd: "/elsewhere" },
+          undefined,
+          undefined
+        ])
+      }).pipe(
+        Effect.provide(
+          Permissions.layer({ rules: [{ decision: "ask", tool: "shell" }], default: "deny" }, { root: "/repo" }).pipe(
+            Layer.provideMerge(PermissionPrompt.scripted(["always", "no", "no", "always"]))
+          )
+        )
+      )
+      expect(ran).toStrictEqual([".: make", ".: make", "/repo: make", ".: make"])
+    }).pipe(Effect.scoped, Effect.provide(Base)))
+
   it.effect("always answers come back from the session's log: a new policy on the same session, and a fork", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
@@ -259,6 +303,31 @@ describe("Permissions.middleware", () => {
         `it answered "maybe", which is not yes, no or always`
       ])
       expect(results.map((r) => r.error?.code)).toStrictEqual(["TOOL_DENIED", "TOOL_DENIED", "TOOL_DENIED"])
+    }).pipe(Effect.scoped, Effect.provide(Base)))
+
+  it.effect("a prompt that gives back no Effect (a Promise, a plain answer): a denial saying so, as for one that throws", () =>
+    Effect.gen(function*() {
+      ran.length = 0
+      const session = yield* newSession
+      const answers: Array<() => unknown> = [
+        () => Promise.resolve("yes"),
+        () => "yes",
+        () => {
+          throw new Error("the terminal is gone")
+        }
+      ]
+      // what an application's untyped prompt might do
+      const ask = (() => answers.shift()!()) as unknown as PermissionPrompt.PermissionPrompt["Service"]["ask"]
+      const results = yield* Effect.forEach(["a", "b", "c"], (command) =>
+        execute(session, call("bash", { command })).pipe(Effect.provide(policyLayer(PermissionPrompt.layer(ask)))))
+      expect(results.map((r) => ToolResult.textOf(r).replace(/.*the prompt failed: /, ""))).toStrictEqual([
+        "it gave back a Promise, which is not an Effect (ask returns an Effect of yes, no or always)",
+        `it gave back "yes", which is not an Effect (ask returns an Effect of yes, no or always)`,
+        "the terminal is gone"
+      ])
+      expect(results.map((r) => r.error?.code)).toStrictEqual(["TOOL_DENIED", "TOOL_DENIED", "TOOL_DENIED"])
+      expect((yield* decisions(session)).map((d) => d.decision)).toStrictEqual(["deny", "deny", "deny"])
+      expect(ran).toStrictEqual([])
     }).pipe(Effect.scoped, Effect.provide(Base)))
 
   it.effect("outside an agent: the decision applies, nothing is logged, always allows that call only", () =>

@@ -249,7 +249,7 @@ describe("the coding tools and an MCP server under a permission policy", () => {
         ["write", "deny", "default"]
       ])
       // "always" added the exact command for the rest of the session, and the second call used it
-      const alwaysRule = { decision: "allow", tool: "bash", command: ["ls src"], exact: true }
+      const alwaysRule = { decision: "allow", tool: "bash", command: ["ls src"], exact: true, cwd: root }
       expect(decisions[5]!.always).toStrictEqual(alwaysRule)
       expect(decisions[6]!.always).toStrictEqual(alwaysRule)
       expect(asked.map((r) => [r.tool, r.arguments, r.rule])).toStrictEqual([

@@ -11,6 +11,7 @@ import { ToolArgs, type ToolErrors } from "@dsh/tools"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import { escapePath, matchesPath, nameGlob, type PathGlob, pathGlob, pathProblem, resolvePath } from "./glob.ts"
+import * as Commands from "./commands.ts"
 import * as Shell from "./shell.ts"
 import * as Wildcard from "./wildcard.ts"
 
@@ -25,6 +26,7 @@ export interface RuleData {
   readonly command?: Patterns
   readonly exact?: boolean
   readonly path?: Patterns
+  readonly cwd?: Patterns
   readonly reason?: string
 }
 
@@ -43,6 +45,7 @@ export interface Compiled {
   readonly names: (name: string) => boolean
   readonly commands: ReadonlyArray<CommandPattern> | undefined
   readonly paths: ReadonlyArray<PathGlob> | undefined
+  readonly cwds: ReadonlyArray<PathGlob> | undefined
 }
 
 /** A call's arguments, parsed the way the registry parses them before decoding. */
@@ -105,8 +108,6 @@ const serverNames = (patterns: ReadonlyArray<string>, problems: Array<FieldProbl
   }
 }
 
-const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
-
 const commandProblem = (pattern: string, line: Shell.Line): string | undefined => {
   if (line.commands.length === 0) return pattern.trim().length === 0 ? "is empty" : `"${pattern}" holds no command`
   if (line.commands.length > 1 || line.substitutions || line.unreadable) {
@@ -119,7 +120,7 @@ const commandProblem = (pattern: string, line: Shell.Line): string | undefined =
   if (expanding !== undefined) {
     return `"${pattern}" holds "${expanding.text}": a pattern is words, not expansions (quote a character to mean it)`
   }
-  if (assignment.test(command!.words[0]!.text)) {
+  if (Commands.assignment.test(command!.words[0]!.text)) {
     return `"${pattern}" starts with a variable assignment; rules match the command that follows assignments`
   }
   return undefined
@@ -139,11 +140,16 @@ const commandPatterns = (
     return [line.commands[0]!.words.map((w) => w.pattern)]
   })
 
-const pathGlobs = (root: string, patterns: ReadonlyArray<string>, problems: Array<FieldProblem>): ReadonlyArray<PathGlob> =>
+const pathGlobs = (
+  field: "path" | "cwd",
+  root: string,
+  patterns: ReadonlyArray<string>,
+  problems: Array<FieldProblem>
+): ReadonlyArray<PathGlob> =>
   patterns.flatMap((pattern) => {
     const problem = pathProblem(pattern)
     if (problem !== undefined) {
-      problems.push({ field: "path", message: problem === "is empty" ? problem : `"${pattern}" ${problem}` })
+      problems.push({ field, message: problem === "is empty" ? problem : `"${pattern}" ${problem}` })
       return []
     }
     return [pathGlob(root, pattern)]
@@ -166,9 +172,10 @@ export const compile = (rule: RuleData, root: string): Result.Result<Compiled, R
   if (rule.exact !== undefined && rule.command === undefined) {
     problems.push({ field: "exact", message: "applies to command patterns, and the rule has none" })
   }
-  const paths = rule.path === undefined ? undefined : pathGlobs(root, listOf(rule.path), problems)
+  const paths = rule.path === undefined ? undefined : pathGlobs("path", root, listOf(rule.path), problems)
+  const cwds = rule.cwd === undefined ? undefined : pathGlobs("cwd", root, listOf(rule.cwd), problems)
   if (rule.reason !== undefined && rule.reason.trim().length === 0) problems.push({ field: "reason", message: "is empty" })
-  return problems.length > 0 ? Result.fail(problems) : Result.succeed({ rule, names, commands, paths })
+  return problems.length > 0 ? Result.fail(problems) : Result.succeed({ rule, names, commands, paths, cwds })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -176,122 +183,95 @@ export const compile = (rule: RuleData, root: string): Result.Result<Compiled, R
 
 /** Whether the rule looks at arguments (and so needs them parsed). */
 export const needsArguments = (compiled: Compiled): boolean =>
-  compiled.commands !== undefined || compiled.paths !== undefined
+  compiled.commands !== undefined || compiled.paths !== undefined || compiled.cwds !== undefined
+
+/** An argument of the call, whatever it is (`undefined` when the call has no such key). */
+const argument = (args: Schema.Json, key: string): Schema.Json | undefined => {
+  if (typeof args !== "object" || args === null || Array.isArray(args) || !Object.hasOwn(args, key)) return undefined
+  return (args as { readonly [key: string]: Schema.Json })[key]
+}
 
 const stringArgument = (args: Schema.Json, key: string): string | undefined => {
-  if (typeof args !== "object" || args === null || Array.isArray(args)) return undefined
-  const value = (args as { readonly [key: string]: Schema.Json })[key]
+  const value = argument(args, key)
   return typeof value === "string" ? value : undefined
 }
-
-// Words that come before the command they run: broad matching looks past them.
-const reserved = new Set(["!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time", "coproc"])
-const wrappers = new Set(["sudo", "doas", "env", "command", "builtin", "exec", "nohup", "nice", "xargs", "time"])
-// The options of each wrapper that take the next word as their value (`nice -n 19 rm`): that
-// word is not the command.
-const valueOptions: Readonly<Record<string, ReadonlySet<string>>> = {
-  sudo: new Set(["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R"]),
-  doas: new Set(["-u", "-C"]),
-  env: new Set(["-u", "-C", "-S", "--unset", "--chdir", "--split-string"]),
-  nice: new Set(["-n", "--adjustment"]),
-  xargs: new Set(["-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-lines", "--max-procs", "--max-chars", "--replace"]),
-  time: new Set(["-f", "-o", "--format", "--output"]),
-  exec: new Set(["-a"])
-}
-const shells = new Set(["sh", "bash", "zsh", "dash", "ksh"])
-
-const basename = (word: string): string => word.slice(word.lastIndexOf("/") + 1)
 
 const fits = (pattern: CommandPattern, exact: boolean, count: number): boolean =>
   exact ? pattern.length === count : pattern.length <= count
 
 /**
- * Where the command itself starts, from each index: past assignments, reserved words, and
- * wrappers with their options. Computed from the end, once per command, so a line of many
- * reserved words costs no more than its length.
+ * How a restriction reads a line: as a line that runs (`"code"`), where whatever it cannot
+ * know could be anything and so matches; or as data that may run (`"data"`: a variable's
+ * value), where only the commands it spells out count — most values are not code, and one
+ * like `$HOME/bin` must not match every rule.
  */
-const commandStarts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> => {
-  const next: Array<number> = Array.from({ length: words.length + 1 }, () => words.length)
-  for (let i = words.length - 1; i >= 0; i--) {
-    const text = words[i]!.text
-    // a wrapper first (`time -p rm`: `time` is a reserved word too), by its name (`/usr/bin/env`)
-    const wrapper = basename(text)
-    if (wrappers.has(wrapper)) {
-      const takesValue = valueOptions[wrapper]
-      let j = i + 1
-      while (j < words.length && words[j]!.text.startsWith("-")) {
-        j += takesValue?.has(words[j]!.text) === true ? 2 : 1
-      }
-      next[i] = next[Math.min(j, words.length)]!
-    } else if (assignment.test(text) || reserved.has(text)) next[i] = next[i + 1]!
-    else next[i] = i
+type ReadAs = "code" | "data"
+
+/**
+ * A deny or ask pattern at `from`, `/bin/rm` taken as `rm`. In code, a dynamic word (an
+ * expansion, a glob, a brace expansion) could become any words, or none: from there on, it
+ * matches.
+ */
+const startsBroadly = (
+  pattern: CommandPattern,
+  exact: boolean,
+  words: ReadonlyArray<Shell.Word>,
+  from: number,
+  readAs: ReadAs
+): boolean => {
+  for (let k = 0; k < pattern.length; k++) {
+    const word = words[from + k]
+    if (word === undefined) return false
+    if (word.dynamic) return readAs === "code"
+    const p = pattern[k]!
+    if (!Wildcard.matches(p, word.text) && !(k === 0 && Wildcard.matches(p, Commands.basename(word.text)))) return false
   }
-  return next
+  // exact: no more words, unless those that follow could all turn into none
+  const rest = words.slice(from + pattern.length)
+  return !exact || rest.length === 0 || (readAs === "code" && rest.every((w) => w.dynamic))
 }
-
-/** Where a command may start within a simple command: at its start, and after each reserved word. */
-const starts = (words: ReadonlyArray<Shell.Word>): ReadonlyArray<number> => {
-  const next = commandStarts(words)
-  const found = new Set([next[0]!])
-  words.forEach((word, k) => {
-    if (k > 0 && reserved.has(word.text)) found.add(next[k + 1]!)
-  })
-  return [...found]
-}
-
-/** The text a command runs as a shell line (`eval …`, `bash -c '…'`), if it is one of those. */
-const innerLine = (words: ReadonlyArray<Shell.Word>, from: number): string | undefined => {
-  const first = words[from]?.text
-  if (first === "eval") return words.slice(from + 1).map((w) => w.text).join(" ")
-  if (first === undefined || !shells.has(basename(first))) return undefined
-  let i = from + 1
-  let script = false
-  while (i < words.length && words[i]!.text.startsWith("-")) {
-    if (/^-[a-zA-Z]*c[a-zA-Z]*$/.test(words[i]!.text)) script = true
-    i++
-  }
-  return script ? words[i]?.text : undefined
-}
-
-const startsWith = (pattern: CommandPattern, exact: boolean, words: ReadonlyArray<Shell.Word>, from: number): boolean =>
-  fits(pattern, exact, words.length - from) &&
-  pattern.every((p, k) =>
-    Wildcard.matches(p, words[from + k]!.text) || (k === 0 && Wildcard.matches(p, basename(words[from]!.text)))
-  )
 
 /** How deeply `eval` and `sh -c` are followed, and how much text they may add, before a line is unreadable. */
 const maxShellDepth = 8
 const maxInnerText = 1_000_000
 
 /**
- * A deny or ask pattern: any command of the line as written, past wrappers and reserved words,
- * `/bin/rm` as `rm`, and into the lines `eval` and `sh -c` run. What the policy cannot read
- * could be anything, so a restriction applies to it.
+ * A deny or ask pattern: any command of the line as written, past runners and reserved words,
+ * `/bin/rm` as `rm`, into the lines `eval`, `sh -c` and the others run, and into the values
+ * it assigns, as data. What the policy cannot read in code could be anything, so a restriction
+ * applies to it: a line nested too deeply, a dynamic word where the pattern has a word, a
+ * script the line does not show.
  */
 const matchesLineBroadly = (
   patterns: ReadonlyArray<CommandPattern>,
   exact: boolean,
   line: Shell.Line,
   depth: number,
-  budget: { left: number }
-): boolean =>
-  line.unreadable || line.commands.some(({ words }) =>
-    starts(words).some((from) => {
-      if (patterns.some((p) => startsWith(p, exact, words, from))) return true
-      const inner = innerLine(words, from)
-      if (inner === undefined) return false
-      budget.left -= inner.length
-      if (depth >= maxShellDepth || budget.left < 0) return true
-      return matchesLineBroadly(patterns, exact, Shell.parse(inner), depth + 1, budget)
-    })
-  )
+  budget: Commands.Budget,
+  readAs: ReadAs
+): boolean => {
+  const code = readAs === "code"
+  const inner = (text: string, as: ReadAs) =>
+    depth >= maxShellDepth
+      ? as === "code"
+      : matchesLineBroadly(patterns, exact, Shell.parse(text), depth + 1, budget, as)
+  return (code && line.unreadable) || line.commands.some(({ words }) => {
+    const command = Commands.read(words, budget)
+    if (code && command.hidden) return true
+    if (command.starts.some((from) => patterns.some((p) => startsBroadly(p, exact, words, from, readAs)))) return true
+    return command.lines.some((text) => inner(text, readAs)) || command.values.some((text) => inner(text, "data"))
+  })
+}
 
 /** An allow pattern: only a command that means exactly its words, and writes no file. */
 const matchesStrictly = (pattern: CommandPattern, exact: boolean, command: Shell.Command): boolean => {
   const words = command.words
-  if (command.writes || !fits(pattern, exact, words.length) || assignment.test(words[0]?.text ?? "")) return false
+  if (command.writes || !fits(pattern, exact, words.length) || Commands.assignment.test(words[0]?.text ?? "")) return false
   return pattern.every((p, k) => Shell.isLiteral(words[k]!) && Wildcard.matches(p, words[k]!.text))
 }
+
+/** Whether an allow rule can vouch for a command at all: not when it runs a script the line does not show (`… | bash`). */
+const shows = (command: Shell.Command): boolean => !Commands.read(command.words, { left: maxInnerText }).hidden
 
 // The rules of a policy are tried one after another on the same call: its line is read once.
 let lastText: string | undefined
@@ -304,22 +284,61 @@ const parseLine = (text: string): Shell.Line => {
   return lastLine
 }
 
-const matchesCommand = (compiled: Compiled, patterns: ReadonlyArray<CommandPattern>, text: string): boolean => {
+/** The values of the call's `env` (the environment the command runs with). */
+const environment = (args: Schema.Json): ReadonlyArray<string> => {
+  const env = argument(args, "env")
+  return typeof env === "object" && env !== null && !Array.isArray(env)
+    ? Object.values(env).filter((v): v is string => typeof v === "string")
+    : []
+}
+
+/**
+ * Whether the call sets environment variables: an `env` argument that is anything but an
+ * empty object. An allow rule vouches for a line as written, and the environment rewrites
+ * what it means (`BASH_FUNC_ls%%` defines `ls`, `BASH_ENV` runs a file first, `PATH` picks
+ * another `ls`, `${x@P}` runs what `x` holds).
+ */
+const setsEnvironment = (args: Schema.Json): boolean => {
+  const env = argument(args, "env")
+  if (env === undefined) return false
+  return typeof env !== "object" || env === null || Array.isArray(env) || Object.keys(env).length > 0
+}
+
+const matchesCommand = (
+  compiled: Compiled,
+  patterns: ReadonlyArray<CommandPattern>,
+  text: string,
+  args: Schema.Json
+): boolean => {
   const line = parseLine(text)
   const exact = compiled.rule.exact === true
   if (compiled.rule.decision === "allow") {
     // every command the line runs must be one the rule allows, and all of them must be visible
-    return !line.substitutions && !line.unreadable && line.commands.length > 0 &&
-      line.commands.every((c) => patterns.some((p) => matchesStrictly(p, exact, c)))
+    return !setsEnvironment(args) && !line.substitutions && !line.unreadable && line.commands.length > 0 &&
+      line.commands.every((c) => patterns.some((p) => matchesStrictly(p, exact, c)) && shows(c))
   }
-  return matchesLineBroadly(patterns, exact, line, 0, { left: maxInnerText })
+  // a variable's value may run as a line (an exported function, PS4, a prompt expansion): read each as data
+  const budget = { left: maxInnerText }
+  return matchesLineBroadly(patterns, exact, line, 0, budget, "code") ||
+    environment(args).some((value) => matchesLineBroadly(patterns, exact, Shell.parse(value), 1, budget, "data"))
+}
+
+/** The directory a call's command runs in: its `cwd` resolved against the root, the root without one. */
+const workingDirectory = (args: Schema.Json, root: string): string | undefined => {
+  const cwd = argument(args, "cwd")
+  if (cwd === undefined) return root
+  return typeof cwd === "string" ? resolvePath(root, cwd) : undefined
 }
 
 /** Whether a rule whose names match also matches the call's (parsed) arguments. */
 export const matchesArguments = (compiled: Compiled, root: string, args: Schema.Json): boolean => {
   if (compiled.commands !== undefined) {
     const command = stringArgument(args, "command")
-    if (command === undefined || !matchesCommand(compiled, compiled.commands, command)) return false
+    if (command === undefined || !matchesCommand(compiled, compiled.commands, command, args)) return false
+  }
+  if (compiled.cwds !== undefined) {
+    const cwd = workingDirectory(args, root)
+    if (cwd === undefined || !compiled.cwds.some((glob) => matchesPath(glob, cwd))) return false
   }
   if (compiled.paths !== undefined) {
     const path = stringArgument(args, "path")
@@ -347,7 +366,10 @@ const exactCommands = (text: string): readonly [string, ...Array<string>] | unde
   const patterns: Array<string> = []
   for (const command of line.commands) {
     const words = command.words
-    if (command.writes || words.length === 0 || !words.every(Shell.isLiteral) || assignment.test(words[0]!.text)) {
+    if (
+      command.writes || words.length === 0 || !words.every(Shell.isLiteral) || Commands.assignment.test(words[0]!.text) ||
+      !shows(command)
+    ) {
       return undefined
     }
     const pattern = words.map((w) => Shell.quote(w.text)).join(" ")
@@ -358,10 +380,12 @@ const exactCommands = (text: string): readonly [string, ...Array<string>] | unde
 }
 
 /**
- * The allow rule an "always" answer adds for a call: its tool, narrowed to its exact commands
- * and its path when it has them; `undefined` when no rule would allow exactly this and no
- * more (arguments that do not parse, a command with expansions or redirections, a call that
- * lacks the command or path its tool takes). `takes` says whether the tool declares an argument.
+ * The allow rule an "always" answer adds for a call: its tool, narrowed to its exact commands,
+ * its path, and the directory its command runs in when its tool takes a `cwd` (the same
+ * command elsewhere runs another project's scripts); `undefined` when no rule would allow
+ * exactly this and no more (arguments that do not parse, a command with expansions or
+ * redirections, a call that sets environment variables, a call that lacks the command or path
+ * its tool takes). `takes` says whether the tool declares an argument.
  */
 export const alwaysRule = (
   name: string,
@@ -378,13 +402,17 @@ export const alwaysRule = (
   if ((command === undefined && takes("command")) || (path === undefined && takes("path"))) return undefined
   const commands = command === undefined ? undefined : exactCommands(command)
   if (command !== undefined && commands === undefined) return undefined
+  const cwd = takes("cwd") ? workingDirectory(value, root) : undefined
+  if (takes("cwd") && cwd === undefined) return undefined
   const rule: RuleData = {
     decision: "allow",
     tool: name,
     ...(commands === undefined ? {} : { command: commands, exact: true }),
-    ...(path === undefined ? {} : { path: escapePath(resolvePath(root, path)) })
+    ...(path === undefined ? {} : { path: escapePath(resolvePath(root, path)) }),
+    ...(cwd === undefined ? {} : { cwd: escapePath(cwd) })
   }
-  // the rule must allow the very call it was made from; anything else is not worth adding
+  // the rule must allow the very call it was made from (not one that sets environment
+  // variables, which no allow rule matches); anything else is not worth adding
   const compiled = compile(rule, root)
   return Result.isSuccess(compiled) && allows(compiled.success, root, name, args) ? rule : undefined
 }

@@ -4,10 +4,12 @@
  * inside `$(…)`, backticks and process substitutions), each as its words with the quotes
  * removed, and whether it writes files through a redirection.
  *
- * This is not a shell: it does not expand anything. It records what it cannot see through
- * (expansions, globs, substitutions), so that an allow rule refuses to vouch for it and a deny
- * rule still finds the commands that are spelt out. It never throws and is linear in the
- * line's length; nesting beyond {@link maxNesting} levels marks the line unreadable.
+ * This is not a shell: it does not expand anything but `$'…'` (whose escapes it decodes as
+ * bash does, since what they spell is fixed). It records what it cannot see through
+ * (expansions, globs, brace expansions, substitutions), so that an allow rule refuses to vouch
+ * for it and a deny rule still finds the commands that are spelt out, and treats a word it
+ * cannot know as one that could be anything. It never throws and is linear in the line's
+ * length; nesting beyond {@link maxNesting} levels marks the line unreadable.
  */
 import * as Wildcard from "./wildcard.ts"
 
@@ -22,8 +24,15 @@ export interface Word {
   readonly pattern: Wildcard.Wildcard
   /** Whether the word holds an unquoted `*` or `?` (a glob to the shell, a wildcard in a pattern). */
   readonly glob: boolean
-  /** Whether the word holds an expansion, a substitution, a `[`, `{`, `}` or a leading `~`. */
+  /** Whether the word holds an expansion, a substitution, a `$'…'`, a `[`, `{`, `}` or a leading `~`. */
   readonly expands: boolean
+  /**
+   * Whether what the word becomes cannot be known without running the shell: it holds a
+   * parameter expansion or a substitution, a glob (`*`, `?`, a `[…]` class) or a brace
+   * expansion (`{a,b}`, `{1..3}`), any of which may turn it into other words, several or none.
+   * A leading `~` and a `$'…'` do not make a word dynamic: what they stand for is known.
+   */
+  readonly dynamic: boolean
 }
 
 /** Whether a word means exactly its text to the shell. */
@@ -65,6 +74,84 @@ const closingBrace = (text: string, open: number): number => {
   return text.length
 }
 
+const simpleEscapes: Readonly<Record<string, string>> = {
+  a: "\x07",
+  b: "\b",
+  e: "\x1b",
+  E: "\x1b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+  v: "\v",
+  "\\": "\\",
+  "'": "'",
+  "\"": "\"",
+  "?": "?"
+}
+
+/** The digits of `base` (at most `max`) at `from`, as their value and how many there were. */
+const digitsAt = (text: string, from: number, base: 8 | 16, max: number): { value: number; count: number } => {
+  let value = 0
+  let count = 0
+  while (count < max && from + count < text.length) {
+    const digit = Number.parseInt(text[from + count]!, base)
+    if (Number.isNaN(digit)) break
+    value = value * base + digit
+    count++
+  }
+  return { value, count }
+}
+
+const controlOf = (c: string): string => String.fromCharCode(c === "?" ? 0x7f : c.toUpperCase().charCodeAt(0) & 0x1f)
+
+/**
+ * The text of a `$'…'` body as bash makes it: `\n`, `\t`, … `\nnn` (octal), `\xHH`, `\uHHHH`,
+ * `\UHHHHHHHH`, `\cX` decoded; any other escape kept with its backslash; a NUL ends the text,
+ * as it ends bash's. Bytes above 0x7f (`\xe9`) become the character of that code, which names
+ * no command a pattern could hold either way.
+ */
+const decodeAnsiC = (body: string): string => {
+  let out = ""
+  let i = 0
+  while (i < body.length) {
+    const c = body[i]!
+    if (c !== "\\" || i + 1 >= body.length) {
+      out += c
+      i++
+      continue
+    }
+    const e = body[i + 1]!
+    let decoded: string
+    let used = 2
+    if (Object.hasOwn(simpleEscapes, e)) decoded = simpleEscapes[e]!
+    else if (e >= "0" && e <= "7") {
+      const octal = digitsAt(body, i + 1, 8, 3)
+      decoded = String.fromCharCode(octal.value & 0xff)
+      used = 1 + octal.count
+    } else if (e === "x" || e === "u" || e === "U") {
+      const hex = digitsAt(body, i + 2, 16, e === "x" ? 2 : e === "u" ? 4 : 8)
+      decoded = hex.count === 0
+        ? `\\${e}`
+        : e === "x"
+        ? String.fromCharCode(hex.value)
+        : hex.value <= 0x10ffff
+        ? String.fromCodePoint(hex.value)
+        : "\ufffd"
+      used = 2 + hex.count
+    } else if (e === "c" && i + 2 < body.length) {
+      // `\c` takes the next character, and a backslash pair as one: `\c\\` and `\c\` are both control-backslash
+      const x = body[i + 2]!
+      decoded = controlOf(x)
+      used = x === "\\" && body[i + 3] === "\\" ? 4 : 3
+    } else decoded = `\\${e}`
+    if (decoded === "\0") break
+    out += decoded
+    i += used
+  }
+  return out
+}
+
 interface Result {
   commands: Array<Command>
   substitutions: boolean
@@ -82,6 +169,12 @@ const scanLine = (text: string, depth: number, into: Result): void => {
     let pattern: Array<Wildcard.Token> = []
     let glob = false
     let expands = false
+    // an expansion or a substitution; and how far an unquoted `[…]` or `{…}` got (open, closed)
+    let substituted = false
+    let bracket: 0 | 1 | 2 = 0
+    let brace: 0 | 1 | 2 = 0
+    // whether a `,` or `..` followed the unquoted `{`: `{}` and `{x}` are themselves, `{a,b}` and `{1..3}` are not
+    let braceSplits = false
     let started = false
     let inDouble = false
     // the kind of redirection whose target the next word is
@@ -95,13 +188,18 @@ const scanLine = (text: string, depth: number, into: Result): void => {
         // `>&2`, `>&-` duplicate a descriptor; `>&file` writes the file
         if (!/^(\d+|-)$/.test(word)) writes = true
       } else if (redirect === undefined) {
-        words.push({ text: word, pattern, glob, expands })
+        const dynamic = substituted || glob || bracket === 2 || brace === 2
+        words.push({ text: word, pattern, glob, expands, dynamic })
       }
       redirect = undefined
       word = ""
       pattern = []
       glob = false
       expands = false
+      substituted = false
+      bracket = 0
+      brace = 0
+      braceSplits = false
       started = false
     }
     const endCommand = () => {
@@ -118,14 +216,20 @@ const scanLine = (text: string, depth: number, into: Result): void => {
       while (i < text.length && ";&|".includes(text[i]!) && text[i + 1] !== ">") i++
     }
     const add = (c: string, token?: Wildcard.Token) => {
+      if (brace === 1 && (c.includes(",") || (c.startsWith(".") && word.endsWith(".")) || c.includes(".."))) {
+        braceSplits = true
+      }
       word += c
       if (token === undefined) pattern.push(...Wildcard.literal(c))
       else pattern.push(token)
+      // a `]` closes a class an unquoted `[` opened, even quoted: counting it is the safe side
+      if (c === "]" && bracket === 1) bracket = 2
       started = true
     }
     const substitution = (close: string) => {
       into.substitutions = true
       expands = true
+      substituted = true
       started = true
       if (level >= maxNesting) {
         into.unreadable = true
@@ -150,23 +254,27 @@ const scanLine = (text: string, depth: number, into: Result): void => {
         }
         add(text.slice(i, end + 1))
         expands = true
+        substituted = true
         i = end + 1
       } else if (next !== undefined && parameterStart.test(next)) {
         let j = i + 1
         while (j < text.length && parameterChar.test(text[j]!)) j++
         add(text.slice(i, j))
         expands = true
+        substituted = true
         i = j
       } else if (next !== undefined && specialParameters.includes(next)) {
         add(text.slice(i, i + 2))
         expands = true
+        substituted = true
         i += 2
       } else if (next === "'" && !inDouble) {
-        // $'…' (escapes we do not decode): its text is not what the shell sees
+        // $'…': its escapes decoded, as quoted text; still not "as written" to an allow rule
         let j = i + 2
         while (j < text.length && text[j] !== "'") j += text[j] === "\\" ? 2 : 1
-        add(text.slice(i + 2, Math.min(j, text.length)))
+        for (const q of decodeAnsiC(text.slice(i + 2, Math.min(j, text.length)))) add(q)
         expands = true
+        started = true
         i = j + 1
       } else if (next === "\"" && !inDouble) {
         i += 1 // $"…" is a double-quoted string
@@ -297,8 +405,19 @@ const scanLine = (text: string, depth: number, into: Result): void => {
           i++
           break
         case "[":
+          add(c)
+          expands = true
+          if (bracket === 0) bracket = 1
+          i++
+          break
         case "{":
+          add(c)
+          if (brace === 0) brace = 1
+          expands = true
+          i++
+          break
         case "}":
+          if (brace === 1 && braceSplits) brace = 2
           add(c)
           expands = true
           i++
