@@ -1108,16 +1108,12 @@ export const layerNoDeps = (
 
       // A new session may not take an id whose file holds an earlier session: that file is
       // continued by `resume` (which creates its session with the file's events), never replaced.
-      yield* store.admission.register({
+      yield* store.admission.register(SessionStore.refuseStored({
         name: "JsonlSessions",
-        around: (admission, next) =>
-          resuming.has(admission.id)
-            ? next(admission)
-            : Effect.flatMap(
-              Effect.orElseSucceed(fs.exists(fileOf(admission.id)), () => false),
-              (exists) => exists ? Effect.fail(existingFile(admission.id)) : next(admission)
-            )
-      })
+        resuming: (id) => resuming.has(id),
+        holds: (id) => fs.exists(fileOf(id)),
+        refusal: existingFile
+      }))
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),

@@ -50,6 +50,31 @@ export interface Admission {
 }
 
 /**
+ * The admission middleware of a persistence layer: refuses with `refusal(id)` an id that
+ * `holds` says the storage holds already, unless the layer is `resuming` it (its resume creates
+ * the session with the stored events). A storage that cannot answer lets the id through: the
+ * session's first flush then says why.
+ *
+ * @since 0.1.0
+ * @category middleware
+ */
+export const refuseStored = (options: {
+  readonly name: string
+  readonly resuming: (id: string) => boolean
+  readonly holds: (id: string) => Effect.Effect<boolean, unknown>
+  readonly refusal: (id: string) => SessionExistsError
+}): Middleware.Middleware<Admission, Effect.Effect<void, SessionExistsError>> => ({
+  name: options.name,
+  around: (admission, next) =>
+    options.resuming(admission.id)
+      ? next(admission)
+      : Effect.flatMap(
+        Effect.orElseSucceed(options.holds(admission.id), () => false),
+        (held) => (held ? Effect.fail(options.refusal(admission.id)) : next(admission))
+      )
+})
+
+/**
  * @since 0.1.0
  * @category services
  */
@@ -74,6 +99,13 @@ export class SessionStore extends Context.Service<SessionStore, {
    */
   readonly admission: Middleware.Chain<Admission, Effect.Effect<void, SessionExistsError>>
 }>()("@dsh/session/SessionStore") {
+  /**
+   * The admission middleware of a persistence layer (see {@link refuseStored}).
+   *
+   * @since 0.1.0
+   */
+  static readonly refuseStored = refuseStored
+
   /**
    * An in-memory store. Persistence Layers subscribe to it (see `JsonlSessions`).
    *

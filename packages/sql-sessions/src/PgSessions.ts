@@ -706,30 +706,18 @@ export const layer = (
         )
 
       // A new session may not take an id the database holds: that session is continued by
-      // `resume` (which creates its session with the stored events), never written over. A
-      // database that cannot answer lets the session through; its first flush then says why.
-      yield* store.admission.register({
+      // `resume` (which creates its session with the stored events), never written over.
+      yield* store.admission.register(SessionStore.refuseStored({
         name: "PgSessions",
-        around: (admission, next) =>
-          resuming.has(admission.id)
-            ? next(admission)
-            : Effect.flatMap(
-              Effect.orElseSucceed(
-                sql`SELECT 1 FROM ${sql(sessionsTable)} WHERE session_id = ${admission.id}`.pipe(Effect.map((rows) => rows.length > 0)),
-                () => false
-              ),
-              (stored) =>
-                stored
-                  ? Effect.fail(
-                    new SessionErrors.SessionExistsError({
-                      message: `session ${JSON.stringify(admission.id)} exists already in ${sessionsTable}; continue it with ` +
-                        "PgSessions.resume, or create the new session under another id",
-                      sessionId: admission.id
-                    })
-                  )
-                  : next(admission)
-            )
-      })
+        resuming: (id) => resuming.has(id),
+        holds: (id) => Effect.map(sql`SELECT 1 FROM ${sql(sessionsTable)} WHERE session_id = ${id}`, (rows) => rows.length > 0),
+        refusal: (id) =>
+          new SessionErrors.SessionExistsError({
+            message: `session ${JSON.stringify(id)} exists already in ${sessionsTable}; continue it with ` +
+              "PgSessions.resume, or create the new session under another id",
+            sessionId: id
+          })
+      }))
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),
