@@ -242,6 +242,10 @@ describe("agent.run with an output Schema", () => {
       expect(failed.code).toBe("INVALID_TOOL")
       expect(failed.message).toContain("the value at answer is a declared type with no JSON form")
       expect(yield* requests).toStrictEqual([])
+      // something that is no Schema at all (past the types): INVALID_INPUT, no turn
+      const notASchema = yield* Effect.flip(agent.run("anything", { output: { answer: "string" } as never }))
+      expect(notASchema).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+      expect(notASchema.message).toContain(`run()'s output must be a Schema of the answer, got {"answer":"string"}`)
       expect((yield* agent.run("plain")).text).toBe("ok")
     }).pipe(
       Effect.scoped,

@@ -4,13 +4,14 @@
  *
  * @internal
  */
-import { AgentDisposedError, InvalidOutputError, TurnAbortedError, TurnLimitError, TurnResult } from "@dsh/agent"
+import { AgentDisposedError, InvalidInputError, InvalidOutputError, TurnAbortedError, TurnLimitError, TurnResult } from "@dsh/agent"
 import type { Agent } from "@dsh/agent"
-import type { Content } from "@dsh/llm"
+import { type Content, HarnessError } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Output from "./output.ts"
 import { type AgentState, type Env, type Pending, requestAbort, type TurnReport } from "./state.ts"
 
@@ -22,6 +23,12 @@ export const run = Effect.fnUntraced(function*(
   options: TurnResult.RunOptions<unknown> | undefined,
   queue: (pending: Pending) => Effect.Effect<void, AgentDisposedError>
 ): Effect.fn.Return<TurnResult.TurnResult<unknown>, Agent.RunError> {
+  if (options?.output !== undefined && !Schema.isSchema(options.output)) {
+    return yield* new InvalidInputError({
+      message: `agent ${env.agentId}: run()'s output must be a Schema of the answer, got ${HarnessError.describe(options.output)}`,
+      agentId: env.agentId
+    })
+  }
   const output = options?.output === undefined ? undefined : yield* Effect.fromResult(Output.make(options.output))
   const waiter = Deferred.makeUnsafe<TurnReport>()
   const pending: Pending = {
