@@ -23,6 +23,12 @@ const error = (decode: ToolArgs.Decoder<unknown>, raw: string): ToolErrors.ToolA
 const message = (raw: string) => error(decodeBash, raw).message
 
 describe("ToolArgs: JSON", () => {
+  it("a number past JSON's range is shown as the Infinity it parsed to, not as null", () => {
+    const e = error(decodeBash, `{"command":"ls","timeoutMs":1e400,"env":[{"name":"A","value":-1e400}]}`)
+    expect(e.message).toContain("- at timeoutMs: Expected an integer, got Infinity (a number beyond what a double holds)")
+    expect(e.message).toContain("- at env[0].value: Expected string, got -Infinity (a number beyond what a double holds)")
+  })
+
   it("an empty or all-whitespace string means {}", () => {
     const optionalOnly = Tool.make("bash", {
       description: "x",

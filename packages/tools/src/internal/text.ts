@@ -31,9 +31,16 @@ export const preview = (value: unknown): string => {
   return json.length <= previewLimit ? json : `${cutCodePoints(json, previewLimit)}… (${json.length} characters of JSON)`
 }
 
+// A number past JSON's range (1e400) parses as Infinity, which JSON.stringify writes as null:
+// shown as what it became, so the model is not told it sent null.
+const unbounded = (_: string, value: unknown): unknown =>
+  typeof value === "number" && !Number.isFinite(value) ? `\u0000${value}\u0000` : value
+
 const stringified = (value: unknown): string | undefined => {
   try {
-    return JSON.stringify(value)
+    if (typeof value === "number" && !Number.isFinite(value)) return `${value} (a number beyond what a double holds)`
+    const json = JSON.stringify(value, unbounded)
+    return json?.includes("\\u0000") === true ? json.replace(/"\\u0000(-?Infinity|NaN)\\u0000"/g, "$1") : json
   } catch {
     return undefined
   }
