@@ -11,7 +11,7 @@ import { Compaction, Derivation, type SessionEvent } from "@dsh/session"
 import { Replay, Testing } from "@dsh/testing"
 import { Tool, Tools } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { create, echo, type Event, gatedTool, makeGate, ofType, register, TestLayer, textOf, turnEvents } from "./helpers.ts"
 
@@ -371,6 +371,30 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
         message: "the summarizing call did not stop within the abort grace; it was detached"
       })])
     }).pipe(Effect.provide(TestLayer({ script: [reply.text("a")] }))))
+
+  it.effect("disposal during a manual summarizing call: compact() fails AGENT_DISPOSED, compaction/failed ABORTED before disposed", () => {
+    const asked = Deferred.makeUnsafe<void>()
+    const model = responder({
+      summary: () => {
+        Deferred.doneUnsafe(asked, Exit.void)
+        return reply.hangAt(reply.text("never"), 0)
+      }
+    })
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } }).pipe(Scope.provide(scope))
+      yield* runAll(agent, 2)
+      const compacting = yield* Effect.forkChild(agent.compact())
+      yield* Deferred.await(asked)
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* Effect.flip(Fiber.join(compacting))).toMatchObject({ code: "AGENT_DISPOSED" })
+      const events = yield* agent.session.events
+      expect(failures(events)).toStrictEqual([expect.objectContaining({ code: "ABORTED", reason: "manual" })])
+      const failedAt = ofType(events, "compaction/failed")[0]!.seq
+      const disposedAt = events.find((e) => e.type === "agent/status" && e.data.status === "disposed")!.seq
+      expect(failedAt).toBeLessThan(disposedAt)
+    }).pipe(Effect.provide(TestLayer({ script: model.replies })))
+  })
 
   it.effect("abort during an automatic summarizing call: the turn ends aborted, compaction/failed ABORTED", () => {
     const asked = Deferred.makeUnsafe<void>()

@@ -57,9 +57,11 @@ export const runCompaction = Effect.fnUntraced(function*(env: Env, state: AgentS
   const run = makeRun()
   state.current = run
   let closed = false
+  // Once disposal began nothing is applied any more, but a failure is still recorded (the
+  // summarizer's interruption by the disposal), as a turn's closing is, before `disposed`.
   const log: Log = (type, data) =>
     Effect.flatMap(
-      env.session.appendIf(() => !closed && !state.disposing, type, data),
+      env.session.appendIf(() => !closed && (type === "compaction/failed" || !state.disposing), type, data),
       (event) => (event === undefined ? Effect.void : announce(env, state, event as SessionEvent.SessionEvent))
     )
   const work = yield* Effect.forkDetach(compact(env, state, log, "manual"))
