@@ -55,6 +55,18 @@ const responder = (
   return { replies: Array.from({ length: options.count ?? 200 }, () => one), steps, summaries }
 }
 
+/** A responder whose summaries never come; `asked` is done once the summarizer was called. */
+const hangingSummary = () => {
+  const asked = Deferred.makeUnsafe<void>()
+  const model = responder({
+    summary: () => {
+      Deferred.doneUnsafe(asked, Exit.void)
+      return reply.hangAt(reply.text("never"), 0)
+    }
+  })
+  return { asked, model }
+}
+
 /** A user message of about 100 tokens. */
 const question = (n: number) => `question ${n} ${"q".repeat(400)}`
 
@@ -259,13 +271,7 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
   })
 
   it.effect("abort during a manual summarizing call: compact() fails ABORTED, compaction/failed ABORTED, history unchanged", () => {
-    const asked = Deferred.makeUnsafe<void>()
-    const model = responder({
-      summary: () => {
-        Deferred.doneUnsafe(asked, Exit.void)
-        return reply.hangAt(reply.text("never"), 0)
-      }
-    })
+    const { asked, model } = hangingSummary()
     return Effect.gen(function*() {
       const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } })
       yield* runAll(agent, 2)
@@ -287,13 +293,7 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
   })
 
   it.effect("steering sent while a manual summary is written is not stranded: it starts the next turn, in arrival order", () => {
-    const asked = Deferred.makeUnsafe<void>()
-    const model = responder({
-      summary: () => {
-        Deferred.doneUnsafe(asked, Exit.void)
-        return reply.hangAt(reply.text("never"), 0)
-      }
-    })
+    const { asked, model } = hangingSummary()
     return Effect.gen(function*() {
       const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } })
       yield* runAll(agent, 2)
@@ -373,13 +373,7 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
     }).pipe(Effect.provide(TestLayer({ script: [reply.text("a")] }))))
 
   it.effect("disposal during a manual summarizing call: compact() fails AGENT_DISPOSED, compaction/failed ABORTED before disposed", () => {
-    const asked = Deferred.makeUnsafe<void>()
-    const model = responder({
-      summary: () => {
-        Deferred.doneUnsafe(asked, Exit.void)
-        return reply.hangAt(reply.text("never"), 0)
-      }
-    })
+    const { asked, model } = hangingSummary()
     return Effect.gen(function*() {
       const scope = yield* Scope.make()
       const agent = yield* create({ compaction: { threshold: false, keepTurns: 0 } }).pipe(Scope.provide(scope))
@@ -397,13 +391,7 @@ describe("#18 a summarizing call that fails or is aborted leaves the history as 
   })
 
   it.effect("abort during an automatic summarizing call: the turn ends aborted, compaction/failed ABORTED", () => {
-    const asked = Deferred.makeUnsafe<void>()
-    const model = responder({
-      summary: () => {
-        Deferred.doneUnsafe(asked, Exit.void)
-        return reply.hangAt(reply.text("never"), 0)
-      }
-    })
+    const { asked, model } = hangingSummary()
     return Effect.gen(function*() {
       const agent = yield* create({ compaction: WINDOW })
       const running = yield* Effect.forkChild(Effect.exit(runAll(agent, 10)))
