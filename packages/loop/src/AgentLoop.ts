@@ -54,7 +54,7 @@
  * @since 0.1.0
  */
 import { Agent, Agents, AgentHooks, InvalidInputError } from "@dsh/agent"
-import { HarnessError, Ids } from "@dsh/llm"
+import { AdapterSettings, HarnessError, Ids } from "@dsh/llm"
 import { Model, ModelRegistry } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
 import { Closing, Compaction, FlushCheckpoint, type Session, SessionErrors, SessionStore } from "@dsh/session"
@@ -63,6 +63,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { dispose, makeHandle, makeState } from "./internal/agent.ts"
 import { budgetOf, problemsOf as compactionProblems } from "./internal/compaction.ts"
@@ -147,11 +148,8 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
   if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
   count("maxSteps", options.maxSteps, 1)
   count("maxInvalidArgs", options.maxInvalidArgs, 1)
-  if (options.abortGrace !== undefined) {
-    const grace = Duration.fromInput(options.abortGrace)
-    // a NaN reads as a zero duration: refused with the rest
-    const millis = Option.isSome(grace) && !Number.isNaN(options.abortGrace) ? Duration.toMillis(grace.value) : NaN
-    if (!(millis >= 0)) problems.push(`abortGrace must be a duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
+  if (options.abortGrace !== undefined && Result.isFailure(AdapterSettings.duration("abortGrace", options.abortGrace, "non-negative"))) {
+    problems.push(`abortGrace must be a duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
   }
   if (options.prompt !== undefined && typeof options.prompt !== "string") problems.push(`prompt must be text, got ${HarnessError.describe(options.prompt)}`)
   if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) problems.push(`id must be a non-empty string, got ${HarnessError.describe(options.id)}`)

@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { type Content, HarnessError, type ModelRequest } from "@dsh/llm"
+import { AdapterSettings, type Content, HarnessError, type ModelRequest } from "@dsh/llm"
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -217,14 +217,14 @@ export const fromJsonSchema = <E extends HarnessError.HarnessError = never, R = 
     execute: options.execute
   }, options.timeout)
 
-// Tools whose timeout was no duration of zero or more, with what it was: `make` stays total
-// (it runs outside any Effect), and registration refuses the tool with INVALID_TOOL.
+// Tools whose timeout was no duration above zero, with what it was: `make` stays total (it
+// runs outside any Effect), and registration refuses the tool with INVALID_TOOL.
 const refusedTimeouts = new WeakMap<object, unknown>()
 
 const withTimeout = <T extends Omit<Any, "timeout">>(tool: T, input: Duration.Input | undefined): T & Pick<Any, "timeout"> => {
   if (input === undefined) return { ...tool, timeout: Option.none() }
-  const duration = typeof input === "number" && Number.isNaN(input) ? Option.none() : Duration.fromInput(input)
-  if (Option.isSome(duration) && Duration.toMillis(duration.value) > 0) return { ...tool, timeout: duration }
+  const timeout = AdapterSettings.duration("timeout", input, "positive")
+  if (Result.isSuccess(timeout)) return { ...tool, timeout: Option.some(timeout.success) }
   const made = { ...tool, timeout: Option.none<Duration.Duration>() }
   refusedTimeouts.set(made, input)
   return made

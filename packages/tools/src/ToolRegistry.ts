@@ -119,8 +119,7 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
   // A Map keeps insertion order: schemas are listed in registration order.
   const tools = new Map<string, Entry>()
   const chain = Middleware.make<Content.ToolCallBlock, Effect.Effect<Content.ToolResultBlock>>({
-    suspend: Effect.suspend,
-    output: { is: Effect.isEffect, named: "an Effect" }
+    suspend: Effect.suspend
   })
   // `chain.current()` holds the containing wrappers; callers get back what they registered.
   const originals = new WeakMap<ToolMiddleware, ToolMiddleware>()

@@ -114,18 +114,12 @@ const jobExit = (
  * Fails the compactions asked for that have not started: `abort()` stops them as it stops the
  * turn queued messages would start.
  */
-export const abortQueuedCompactions = (state: AgentState, reason: string | undefined): void => {
-  for (const job of state.compactions.splice(0, state.compactions.length)) {
-    Deferred.doneUnsafe(
-      job.done,
-      Exit.fail(new ToolErrors.AbortedError({ message: `the compaction was aborted before it started${reason === undefined ? "" : `: ${reason}`}` }))
-    )
-  }
+export const abortQueuedCompactions = (state: AgentState, reason: string | undefined): void =>
+  failQueued(state, new ToolErrors.AbortedError({ message: `the compaction was aborted before it started${reason === undefined ? "" : `: ${reason}`}` }))
+
+const failQueued = (state: AgentState, error: Agent.RunError): void => {
+  for (const job of state.compactions.splice(0, state.compactions.length)) Deferred.doneUnsafe(job.done, Exit.fail(error))
 }
 
 /** Fails the compactions no driver will run: the agent was disposed. */
-export const failQueuedCompactions = (env: Env, state: AgentState): void => {
-  for (const job of state.compactions.splice(0, state.compactions.length)) {
-    Deferred.doneUnsafe(job.done, Exit.fail(disposedError(env)))
-  }
-}
+export const failQueuedCompactions = (env: Env, state: AgentState): void => failQueued(state, disposedError(env))
