@@ -28,6 +28,8 @@ const echoTool: ModelRequest.ToolSchema = {
 }
 
 const callBlock = Content.toolCall(Ids.callId("call_1"), "echo", "{\"text\":\"hi\"}")
+// the first two chunks of a text answer: a step the model never finished
+const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
 const answerOne = Assembler.toChunks([callBlock], { finish: FinishReason.toolCalls })
 const answerTwo = Assembler.toChunks([Content.text("done")])
 
@@ -211,7 +213,6 @@ describe("Replay.steps", () => {
   })
 
   it("endings: a failed call, a failure after the answer, an interrupted call, a cut log", () => {
-    const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
     const events = log(
       ["turn/start", { turn: 1, trigger: "send" }],
       ["step/start", { turn: 1, step: 1 }],
@@ -253,7 +254,6 @@ describe("Replay.steps", () => {
   })
 
   it("a step a resume closed after a crash (its interrupted-turn repair) is Cut, not Interrupted", () => {
-    const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
     const events = log(
       ["turn/start", { turn: 1, trigger: "send" }],
       ["step/start", { turn: 1, step: 1 }],
@@ -322,7 +322,6 @@ describe("Replay.layer", () => {
     }).pipe(Effect.provide(replaying(recording))))
 
   it.effect("a recorded failure fails the same way: the LlmError class of its code and its message, after its chunks", () => {
-    const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
     const events = log(
       ["turn/start", { turn: 1, trigger: "send" }],
       ["user/message", { content: [Content.text("go")], source: "user" }],
@@ -354,7 +353,6 @@ describe("Replay.layer", () => {
   })
 
   it.effect("an interrupted step hangs after its chunks (the replaying test interrupts it again); a cut log dies", () => {
-    const partial = Assembler.toChunks([Content.text("partial")]).slice(0, 2)
     const events = log(
       ["turn/start", { turn: 1, trigger: "send" }],
       ["step/start", { turn: 1, step: 1 }],

@@ -184,26 +184,28 @@ describe("Tool.wireSchema", () => {
     })
   })
 
+  interface Tree {
+    readonly name: string
+    readonly children: ReadonlyArray<Tree>
+  }
+  const Tree: Schema.Codec<Tree> = Schema.Struct({
+    name: Schema.String,
+    children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
+  })
+  // a tree node's JSON Schema, referring to itself
+  const node = {
+    type: "object",
+    properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/Objects_" } } },
+    required: ["name", "children"],
+    additionalProperties: false
+  }
+
   it("a recursive Schema keeps its definitions", () => {
-    interface Tree {
-      readonly name: string
-      readonly children: ReadonlyArray<Tree>
-    }
-    const Tree: Schema.Codec<Tree> = Schema.Struct({
-      name: Schema.String,
-      children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
-    })
     const tree = Tool.make("tree", {
       description: "Walk a tree",
       parameters: Schema.Struct({ root: Tree }),
       execute: () => Effect.succeed("walked")
     })
-    const node = {
-      type: "object",
-      properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/Objects_" } } },
-      required: ["name", "children"],
-      additionalProperties: false
-    }
     expect(wire(tree).parameters).toStrictEqual({
       type: "object",
       properties: { root: { $ref: "#/$defs/Objects_" } },
@@ -214,25 +216,11 @@ describe("Tool.wireSchema", () => {
   })
 
   it("a recursive Schema at the root is its object, with its definitions beside it", () => {
-    interface Tree {
-      readonly name: string
-      readonly children: ReadonlyArray<Tree>
-    }
-    const Tree: Schema.Codec<Tree> = Schema.Struct({
-      name: Schema.String,
-      children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
-    })
     const tree = Tool.make("tree", {
       description: "Walk a tree",
-      parameters: Tree as Schema.Codec<Tree> as unknown as Tool.ParametersSchema,
+      parameters: Tree as unknown as Tool.ParametersSchema,
       execute: () => Effect.succeed("walked")
     })
-    const node = {
-      type: "object",
-      properties: { name: { type: "string" }, children: { type: "array", items: { $ref: "#/$defs/Objects_" } } },
-      required: ["name", "children"],
-      additionalProperties: false
-    }
     expect(wire(tree).parameters).toStrictEqual({ ...node, $defs: { Objects_: node } })
   })
 
