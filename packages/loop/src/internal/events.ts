@@ -20,6 +20,9 @@ import type { AgentState, Env, Turn } from "./state.ts"
 export const listening = (env: Env, state: AgentState): boolean =>
   state.handle !== undefined && env.hooks.listeners.current().length > 0
 
+// Whether an event has anyone to tell it to: not once disposal began.
+const announcing = (env: Env, state: AgentState): boolean => !state.disposing && listening(env, state)
+
 /** Runs the listeners of an event; a failure is the caller's. */
 export const notify = (
   env: Env,
@@ -80,7 +83,7 @@ export const announce = (
   event: SessionEvent.SessionEvent,
   deadline?: Signal
 ): Effect.Effect<void> => {
-  if (state.disposing || state.handle === undefined || env.hooks.listeners.current().length === 0) return Effect.void
+  if (!announcing(env, state)) return Effect.void
   const listeners = notify(env, state, event)
   if (deadline === undefined) return contain(env, state, event, listeners)
   return Effect.flatMap(untilDeadline(deadline, listeners), (exit) =>
@@ -97,7 +100,7 @@ export const announce = (
  */
 export const announceWithinGrace = (env: Env, state: AgentState, event: SessionEvent.SessionEvent): Effect.Effect<void> =>
   Effect.suspend(() => {
-    if (state.disposing || state.handle === undefined || env.hooks.listeners.current().length === 0) return Effect.void
+    if (!announcing(env, state)) return Effect.void
     return Effect.flatMap(graceFromNow(env.abortGrace), ({ cancel, deadline }) =>
       Effect.ensuring(announce(env, state, event, deadline), cancel))
   })
