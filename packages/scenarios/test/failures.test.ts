@@ -244,6 +244,21 @@ describe("other failures", () => {
       expect(failed?.data).toMatchObject({ code: "MIDDLEWARE", message: "the continuation middleware (keeps-going) gave yes, not true or false" })
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("one"), reply.text("two")] }))))
 
+  it.effect("a step-result middleware that gives a message with a made-up block: MIDDLEWARE, the model's own message logged", () =>
+    Effect.gen(function*() {
+      const hooks = yield* AgentHooks
+      yield* hooks.stepResult.register({
+        name: "annotator",
+        around: () => Effect.succeed({ role: "assistant", content: [{ type: "thought", text: "hm" }] } as never)
+      })
+      const { events } = yield* firstTurn()
+      const error = expectErrorTurn(events, "MIDDLEWARE")
+      expect(error.data.message).toContain("the step-result middleware (annotator) gave ")
+      expect(error.data.message).toContain("not an assistant message")
+      // the failed step is closed with what the model said, not with the middleware's message
+      expect(ofType(events, "assistant/message").map((event) => event.data.content)).toStrictEqual([[{ type: "text", text: "ok" }]])
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("ok")] }))))
+
   const misbehaving: ReadonlyArray<readonly [string, unknown, string]> = [
     ["content that is no Effect", 42, "its content is 42, neither a string nor an Effect"],
     ["an Effect that gives no string", Effect.succeed({ text: "x" }), `its Effect produced {"text":"x"}, not a string`]

@@ -9,11 +9,12 @@
  * @internal
  */
 import type { Hooks } from "@dsh/agent"
-import { Assembler, type FinishReason, type HarnessError, type Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, type FinishReason, type HarnessError, Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { SessionEvent } from "@dsh/session"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
 import { dropLate, listening, logInTurn } from "./events.ts"
@@ -104,8 +105,11 @@ const stepWork = Effect.fnUntraced(function*(
 })
 
 // The shapes the loop reads of what the seams give back (the rest is checked where it is logged).
+// The step result is logged as the turn's message, so its blocks are checked too: a made-up
+// block type would otherwise enter the log and every later request.
 const isAssistantMessage = (value: unknown): boolean =>
-  Predicate.isObject(value) && value["role"] === "assistant" && Array.isArray(value["content"])
+  Predicate.isObject(value) && value["role"] === "assistant" && isMessage(value)
+const isMessage = Schema.is(Message.Message)
 const isAssembly = (value: unknown): boolean =>
   Predicate.isObject(value) && typeof value["system"] === "string" && Array.isArray(value["tools"])
 const isRequest = (value: unknown): boolean =>
