@@ -85,7 +85,9 @@ const stepWork = Effect.fnUntraced(function*(
   const result = yield* env.hooks.stepResult.apply(
     { message: assembled.message, finishReason, usage: assembled.usage, context },
     (input) => Effect.succeed(input.message)
-  ).pipe(Effect.flatMap(seamOutput("step-result", env.hooks.stepResult, "an assistant message", isAssistantMessage)))
+  ).pipe(Effect.flatMap(seamOutput("step-result", env.hooks.stepResult, "an assistant message", (value) =>
+    // the assembler's own message needs no check: only a middleware's replacement does
+    value === assembled.message || isAssistantMessage(value))))
   const { calls, message, rewrites } = uniqueCallIds(result)
   yield* logInTurn(env, state, turn, "assistant/message", {
     turn: turn.number,
