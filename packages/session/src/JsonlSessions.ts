@@ -481,6 +481,15 @@ export const parse = (file: string, data: Uint8Array): Result.Result<Loaded, Cor
 // not a cut (only the torn tail may end inside a character).
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
+/** One complete line (without its newline) decoded strictly, as {@link decodeLines} does. */
+const decodeLine = (file: string, line: number, bytes: Uint8Array): Result.Result<string, CorruptLogError> => {
+  try {
+    return Result.succeed(strictUtf8.decode(bytes))
+  } catch {
+    return Result.fail(corrupt(file, line, "is not valid UTF-8"))
+  }
+}
+
 /** The lines of `data[start, end)` (whole lines), or the 1-based line of the first that is not UTF-8. */
 const decodeLines = (data: Uint8Array, start: number, end: number, firstLine: number): Result.Result<Array<string>, number> => {
   try {
@@ -613,13 +622,15 @@ const scan = (file: string, id: string) =>
       }
       size += data.length
     }
-    const range = (from: number, to: number) =>
+    // Both lines read here are complete, so they are decoded as strictly as `load` decodes
+    // them: a lenient decoder would turn damaged bytes into U+FFFD and accept the line.
+    const lineAt = (line: number, from: number, to: number) =>
       handle.readAlloc(to - from, { position: BigInt(from) }).pipe(
         Effect.mapError(fail),
-        Effect.map((bytes) => new TextDecoder().decode(Option.getOrElse(bytes, () => new Uint8Array(0))))
+        Effect.flatMap((bytes) => Effect.fromResult(decodeLine(file, line, Option.getOrElse(bytes, () => new Uint8Array(0)))))
       )
     if (first < 0) return yield* corrupt(file, 1, size === 0 ? "empty file (no header)" : "the header line is not terminated")
-    const header = yield* Effect.fromResult(readHeader(file, yield* range(0, first)))
+    const header = yield* Effect.fromResult(readHeader(file, yield* lineAt(1, 0, first)))
     if (header.sessionId !== id) {
       return yield* corrupt(file, 1, `the header names session ${JSON.stringify(header.sessionId)}, not ${JSON.stringify(id)}`)
     }
@@ -628,7 +639,7 @@ const scan = (file: string, id: string) =>
     let lastTime: number | undefined
     if (events > 0) {
       // the last complete line is line `newlines`: what load says of it, list says too
-      const final = readEvent(yield* range(last[0]! + 1, last[1]!))
+      const final = readEvent(yield* lineAt(newlines, last[0]! + 1, last[1]!))
       if (Result.isFailure(final)) return yield* corrupt(file, newlines, final.failure)
       if (final.success.seq !== events - 1) {
         return yield* corrupt(file, newlines, `expected seq ${events - 1}, found seq ${final.success.seq}`)
@@ -701,7 +712,8 @@ export const survey = (
  * counts and last activity. Only the header and the last complete line are decoded —
  * {@link load} checks every line — and about those two it agrees with {@link load}: a file
  * without a valid header (or whose header names another session than its file name), or whose
- * last complete line is not the event its position says, is a `CorruptLogError`, not skipped
+ * last complete line is not the event its position says (or is not valid UTF-8, which `load`
+ * refuses on any complete line), is a `CorruptLogError`, not skipped
  * or counted as torn (the first such file by id; {@link survey} reports every one and lists the
  * rest).
  *

@@ -79,6 +79,12 @@ const headerOf = (id: string) => JsonlSessions.headerLine(id, 0)
 
 const line = (value: unknown) => JSON.stringify(value) + "\n"
 
+/** `text` with its `X` replaced by two bytes that are not UTF-8. */
+const notUtf8 = (text: string) => {
+  const [before, after] = text.split("X")
+  return Buffer.concat([Buffer.from(before!), Buffer.from([0xff, 0xfe]), Buffer.from(after!)])
+}
+
 const loadFile = (file: string) => JsonlSessions.loadFile(file).pipe(Effect.provide(FaultyFs.layer((f) => f)))
 
 // ---------------------------------------------------------------------------------------------
@@ -395,7 +401,7 @@ describe("JsonlSessions: load", () => {
   // `listed`: the problem is on the last complete line or in the header, which `list` reads too
   const corruptCases: ReadonlyArray<{
     readonly name: string
-    readonly content: string
+    readonly content: string | Uint8Array
     readonly line: number
     readonly says: string
     readonly listed?: true
@@ -444,6 +450,24 @@ describe("JsonlSessions: load", () => {
       content: headerOf("m") + line(userEvent(0, "a")) + "garbage\n{\"type\":",
       line: 3,
       says: "not JSON",
+      listed: true
+    },
+    {
+      name: "a complete last line that is not valid UTF-8",
+      content: Buffer.concat([Buffer.from(headerOf("m") + line(userEvent(0, "a"))), notUtf8(line(userEvent(1, "bXc")))]),
+      line: 3,
+      says: "is not valid UTF-8",
+      listed: true
+    },
+    {
+      name: "a header that is not valid UTF-8",
+      // in a key the header Schema ignores: decoded leniently, the header would be valid
+      content: Buffer.concat([
+        notUtf8(line({ format: "dsh-session", version: 1, sessionId: "m", createdAt: 0, note: "X" })),
+        Buffer.from(line(userEvent(0, "a")))
+      ]),
+      line: 1,
+      says: "is not valid UTF-8",
       listed: true
     },
     {
@@ -541,6 +565,7 @@ describe("JsonlSessions: load", () => {
           if (error._tag !== "CorruptLogError") return
           expect(error.file).toBe(file)
           expect(error.line).toBe(c.line)
+          expect(error.message).toContain(c.says)
         })
       ))
   }

@@ -48,7 +48,8 @@ export type Output = string | ReadonlyArray<Content.ToolResultContent>
 
 /**
  * What decoding does with keys the parameter Schema does not declare: `"reject"` them (an
- * `INVALID_ARGS` result naming each one) or `"ignore"` them (they are dropped before the body
+ * `INVALID_ARGS` result naming them, the first `ToolArgs.maxListedExcessKeys` of an object
+ * one by one and the rest counted) or `"ignore"` them (they are dropped before the body
  * runs). The default is `"reject"`; see docs/adr/0009-excess-tool-arguments.md.
  *
  * @since 0.1.0

@@ -21,7 +21,9 @@
  * - Decoding collects every issue (`errors: "all"`), each with its path, what was expected and
  *   a bounded preview of what was received; a missing key says what belongs there (the type,
  *   the literal set, the shape of an object). Excess keys are rejected or ignored as the tool
- *   says; a rejected key names the keys that are allowed and the one probably meant.
+ *   says; a rejected key names the keys that are allowed and the one probably meant. In each
+ *   object the first {@link maxListedExcessKeys} unexpected keys are violations of their own,
+ *   the rest one violation at the object that counts them and names the first few.
  * - Each violation is also data (`ToolErrors.Violation`): `path`, `kind`, `expected`,
  *   `actual` (absent when nothing was received) and `message`.
  * - Decoding goes through `Schema.toCodecJson` of the parameters, the same codec the wire
@@ -62,12 +64,27 @@ export type Decoder<A> = (raw: string) => Result.Result<A, ToolArgsError>
 
 /**
  * How many violations a message lists before it summarizes the rest (the error's
- * `violations` field keeps them all).
+ * `violations` field keeps them all; only excess keys are summarized there too, see
+ * {@link maxListedExcessKeys}).
  *
  * @since 0.1.0
  * @category formatting
  */
 export const maxListedViolations = 25
+
+/**
+ * How many unexpected keys of one object are reported one by one; the rest of that object's
+ * unexpected keys are one violation at the object, counting them and naming the first few.
+ *
+ * Why a limit: a model can write 400,000 invented keys in a few megabytes, and describing each
+ * (its preview, the key it probably meant) took seconds and built an error of 400,000
+ * violations, all for a message that lists 25. Why 10: it leaves the message room for the
+ * object's other violations, which Effect reports after its excess keys.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const maxListedExcessKeys = 10
 
 /**
  * How deeply objects and arrays may nest in a tool call's arguments (the arguments object
@@ -234,14 +251,13 @@ const noArguments = (tool: string, excessKeys: Tool.ExcessKeys): Decoder<Record<
   const object = input as Schema.JsonObject
   const keys = Object.keys(object)
   if (keys.length === 0 || excessKeys === "ignore") return Result.succeed({})
-  return Result.fail(
-    fromViolations(
-      tool,
-      keys.map((key) =>
-        violation([key], "unexpected-key", "no keys", "Unexpected key (this tool takes no arguments)", preview(object[key]))
-      )
-    )
+  const listed = keys.slice(0, maxListedExcessKeys).map((key) =>
+    violation([key], "unexpected-key", "no keys", "Unexpected key (this tool takes no arguments)", preview(object[key]))
   )
+  const count = keys.length - maxListedExcessKeys
+  const first = keys.slice(maxListedExcessKeys, maxListedExcessKeys + namedOmitted)
+  const summary = count <= 0 ? [] : [excessSummary([], { count, first }, "no keys", "this tool takes no arguments")]
+  return Result.fail(fromViolations(tool, [...listed, ...summary]))
 }
 
 /**
@@ -297,8 +313,7 @@ const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
       case "Pointer":
         return walk(issue.issue, [...path, ...issue.path.map(segment)], parent)
       case "Composite":
-        for (const inner of issue.issues) walk(inner, path, issue.ast)
-        return
+        return walkObject(issue, path)
       case "Encoding":
         return walk(issue.issue, path, parent)
       case "AnyOf":
@@ -326,8 +341,59 @@ const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
       out.push(violation(at, kind, expected, `${found.message}, got ${actual}`, actual))
     }
   }
+  // An object's unexpected keys past the first few are counted, not described one by one
+  // (see `maxListedExcessKeys`); their summary goes where the first of them would have.
+  const walkObject = (issue: SchemaIssue.Composite, path: Path): void => {
+    let seen = 0
+    let summaryAt = 0
+    const omitted = { count: 0, first: [] as Array<string | number> }
+    for (const inner of issue.issues) {
+      const key = excessKeyOf(inner)
+      if (key !== undefined && seen++ >= maxListedExcessKeys) {
+        if (omitted.count++ === 0) summaryAt = out.length
+        if (omitted.first.length < namedOmitted) omitted.first.push(key)
+        continue
+      }
+      walk(inner, path, issue.ast)
+    }
+    if (omitted.count === 0) return
+    const allowed = allowedKeys(issue.ast)
+    out.splice(summaryAt, 0, excessSummary(path, omitted, excessExpectation(allowed), excessHint(allowed)))
+  }
   walk(root, [], undefined)
   return out
+}
+
+// The key of an object's issue that is an unexpected key (Effect points at it by its key).
+const excessKeyOf = (issue: SchemaIssue.Issue): string | number | undefined =>
+  issue._tag === "Pointer" && issue.issue._tag === "UnexpectedKey" && issue.path.length === 1
+    ? segment(issue.path[0]!)
+    : undefined
+
+const allowedKeys = (ast: SchemaAST.AST): ReadonlyArray<string> =>
+  SchemaAST.isObjects(ast) ? ast.propertySignatures.map((p) => String(p.name)) : []
+
+const excessExpectation = (allowed: ReadonlyArray<string>): string =>
+  allowed.length === 0 ? "no keys" : clip(`one of the keys ${allowed.join(", ")}`, maxExpectedLength)
+
+const excessHint = (allowed: ReadonlyArray<string>): string =>
+  allowed.length === 0 ? "this object takes no keys" : `allowed keys: ${allowed.join(", ")}`
+
+// Enough names for the model to recognise what it did (numbered keys, a pasted object).
+const namedOmitted = 3
+
+// The one violation standing for an object's unexpected keys past `maxListedExcessKeys`: at
+// the object, counting them, `actual` naming the first few (each cut like any key in a path).
+const excessSummary = (
+  path: Path,
+  omitted: { readonly count: number; readonly first: ReadonlyArray<string | number> },
+  expected: string,
+  hint: string
+): Violation => {
+  const names = omitted.first.map((key) => JSON.stringify(clip(String(key), 40))).join(", ")
+  const actual = omitted.count > omitted.first.length ? `${names}, …` : names
+  const message = `${plural(omitted.count, "more unexpected key")} beside those listed: ${actual} (${hint})`
+  return violation(path, "unexpected-key", expected, message, actual)
 }
 
 const segment = (key: PropertyKey): string | number => (typeof key === "number" ? key : String(key))
@@ -346,17 +412,14 @@ const missingKey = (issue: SchemaIssue.MissingKey, path: Path, parent: SchemaAST
 }
 
 const unexpectedKey = (issue: SchemaIssue.UnexpectedKey, path: Path, input: unknown): Violation => {
-  const allowed = SchemaAST.isObjects(issue.ast) ? issue.ast.propertySignatures.map((p) => String(p.name)) : []
+  const allowed = allowedKeys(issue.ast)
   const received = valueAt(input, path)
   const actual = received.found ? preview(received.value) : undefined
-  if (allowed.length === 0) {
-    return violation(path, "unexpected-key", "no keys", "Unexpected key (this object takes no keys)", actual)
-  }
   const key = path.at(-1)
-  const meant = typeof key === "string" ? suggest(key, allowed) : undefined
-  const list = `allowed keys: ${allowed.join(", ")}`
-  const message = meant === undefined ? `Unexpected key (${list})` : `Unexpected key, did you mean "${meant}"? (${list})`
-  return violation(path, "unexpected-key", clip(`one of the keys ${allowed.join(", ")}`, maxExpectedLength), message, actual)
+  const meant = typeof key === "string" && allowed.length > 0 ? suggest(key, allowed) : undefined
+  const hint = excessHint(allowed)
+  const message = meant === undefined ? `Unexpected key (${hint})` : `Unexpected key, did you mean "${meant}"? (${hint})`
+  return violation(path, "unexpected-key", excessExpectation(allowed), message, actual)
 }
 
 // The kind of a leaf issue and what its Schema wanted: a type's description, a check's own

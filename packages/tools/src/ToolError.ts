@@ -21,7 +21,8 @@ import * as Schema from "effect/Schema"
  * - `"too-deep"`: objects and arrays are nested deeper than `ToolArgs.maxDepth`; nothing
  *   deeper was looked at;
  * - `"missing-key"`: a required key is absent;
- * - `"unexpected-key"`: a key the parameters do not declare (the tool rejects excess keys);
+ * - `"unexpected-key"`: a key the parameters do not declare (the tool rejects excess keys),
+ *   or, at an object, how many more of its keys are (past `ToolArgs.maxListedExcessKeys`);
  * - `"type"`: a value of the wrong type, or matching no member of a union or literal set;
  * - `"check"`: a value of the right type that fails a refinement (a bound, a length, a
  *   pattern, a custom check).
@@ -89,7 +90,10 @@ export interface JsonLocation extends Schema.Schema.Type<typeof JsonLocation> {}
  * A tool call's arguments are not JSON (`location` says where parsing stopped), are nested
  * deeper than `ToolArgs.maxDepth`, or do not decode through the tool's parameter Schema.
  * `violations` lists every problem as data (path, kind, what was expected, what was
- * received); the message is written for the model and lists the same violations in words:
+ * received), but for an object's unexpected keys past `ToolArgs.maxListedExcessKeys`, which
+ * are one `unexpected-key` violation at the object counting them (a model can invent
+ * hundreds of thousands); the message is written for the model and lists the same
+ * violations in words:
  *
  * ```text
  * Invalid arguments for tool "deploy" (2 problems):
@@ -171,7 +175,8 @@ export class AbortedError extends Schema.TaggedError<AbortedError>()("AbortedErr
 /**
  * A tool definition was refused at registration: its name is not one providers accept
  * (`^[a-zA-Z0-9_-]{1,64}$`), or its parameters are not an object schema or hold a type JSON
- * cannot carry.
+ * cannot carry. `reason` says which: `"name"`, `"parameters"`, `"timeout"`, or `"scope"` when
+ * the registering scope was closed already (the tool would have been unregistered at once).
  *
  * @since 0.1.0
  * @category errors

@@ -3,7 +3,8 @@
  * place tool calls are executed.
  *
  * - **Registration is scoped**: `register` checks the definition (`INVALID_TOOL`), refuses a
- *   taken name (`DUPLICATE_TOOL`) and adds the tool until the registering scope closes. The
+ *   taken name (`DUPLICATE_TOOL`) and a registering scope that is closed already
+ *   (`INVALID_TOOL`, reason `"scope"`), and adds the tool until the registering scope closes. The
  *   tool's requirements are taken from the registering context, so a tool that needs a service
  *   cannot be registered where that service is missing (it does not compile).
  * - **`schemas`** lists the wire schemas in registration order, for prompt assembly, plain or
@@ -48,7 +49,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { beyondDepth } from "./internal/json.ts"
 import { describeDefect, isCatalogError, preview, shownName, suggest, truncate } from "./internal/text.ts"
 import * as Tool from "./Tool.ts"
@@ -56,6 +57,7 @@ import * as ToolArgs from "./ToolArgs.ts"
 import {
   AbortedError,
   DuplicateToolError,
+  InvalidToolError,
   type RegistrationError,
   ToolFailedError,
   ToolTimeoutError,
@@ -71,7 +73,8 @@ import * as ToolResult from "./ToolResult.ts"
 export class ToolRegistry extends Context.Service<ToolRegistry, {
   /**
    * Registers a tool until the current scope closes. Fails with `InvalidToolError` for a bad
-   * name or non-object parameters and with `DuplicateToolError` for a taken name. The tool's
+   * name or non-object parameters, or when the current scope is closed already (reason
+   * `"scope"`), and with `DuplicateToolError` for a taken name. The tool's
    * requirements `R` are captured here and provided to every call of it, except `Scope`:
    * each call runs in a scope of its own, closed when the call ends.
    */
@@ -131,6 +134,7 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
       const schema = yield* Effect.fromResult(Tool.wireSchema(tool))
       const strictSchema = yield* Effect.fromResult(Tool.wireSchema(tool, { strict: true }))
       const context = yield* Effect.context<R>()
+      const scope = yield* Scope.Scope
       const entry: Entry = {
         tool,
         schema,
@@ -139,7 +143,10 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
         context
       }
       yield* Effect.acquireRelease(
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<void, RegistrationError> => {
+          // A closed scope runs the release at once: the call would succeed and register
+          // nothing. Checked here, next to the insertion, where no other fiber runs between.
+          if (scope.state._tag === "Closed") return Effect.fail(scopeClosed(tool.name))
           if (tools.has(tool.name)) {
             return Effect.fail(
               new DuplicateToolError({
@@ -213,6 +220,14 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
     middleware: Effect.sync(() => chain.current().map((m) => originals.get(m) ?? m))
   })
 }
+
+const scopeClosed = (tool: string): InvalidToolError =>
+  new InvalidToolError({
+    tool,
+    reason: "scope",
+    message: `Tool "${tool}" cannot be registered: the registering scope is closed, so it would be unregistered at once ` +
+      "(register it in a scope that is still open)"
+  })
 
 const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.Effect<Content.ToolResultBlock> => {
   const name = entry.tool.name

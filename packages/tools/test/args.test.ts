@@ -337,6 +337,47 @@ describe("ToolArgs: excess keys", () => {
     expect(error(none("ignore"), `"x"`).message).toBe(`Invalid arguments for tool "bash" (1 problem):\n- Expected object, got "x"`)
     expect(ok(none("ignore"), `{"a": 1}`)).toStrictEqual({})
   })
+
+  it("many unexpected keys: the first of each object are listed, the rest counted at it", () => {
+    const keys = (n: number, prefix: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]))
+    const nested = Tool.make("bash", {
+      description: "x",
+      parameters: Schema.Struct({ command: Schema.String, env: Schema.Struct({ name: Schema.String }) }),
+      execute: () => Effect.succeed("")
+    })
+    // 100,000 invented keys beside a misspelt one, a wrong type and a nested object with more.
+    const raw = JSON.stringify({ comand: "ls", ...keys(100_000, "k"), command: 5, env: { name: "A", ...keys(12, "e") } })
+    const e = error(ToolArgs.decoder(nested), raw)
+    const allowed = "allowed keys: command, env"
+    expect(e.message.split("\n")).toStrictEqual([
+      `Invalid arguments for tool "bash" (23 problems):`,
+      `- at comand: Unexpected key, did you mean "command"? (${allowed})`,
+      ...Array.from({ length: 9 }, (_, i) => `- at k${i}: Unexpected key (${allowed})`),
+      `- 99991 more unexpected keys beside those listed: "k9", "k10", "k11", … (${allowed})`,
+      `- at command: Expected string, got 5`,
+      ...Array.from({ length: 10 }, (_, i) => `- at env.e${i}: Unexpected key (allowed keys: name)`),
+      `- at env: 2 more unexpected keys beside those listed: "e10", "e11" (allowed keys: name)`
+    ])
+    // The same as data: the summary sits at the object, its `actual` names what it counts.
+    expect(e.violations).toHaveLength(23)
+    expect(e.violations[10]).toStrictEqual({
+      path: [],
+      kind: "unexpected-key",
+      expected: "one of the keys command, env",
+      actual: `"k9", "k10", "k11", …`,
+      message: `99991 more unexpected keys beside those listed: "k9", "k10", "k11", … (${allowed})`
+    })
+    expect(e.violations[22]?.path).toStrictEqual(["env"])
+
+    const none = ToolArgs.decoder(
+      Tool.make("bash", { description: "x", parameters: Schema.Struct({}), execute: () => Effect.succeed("") })
+    )
+    const empty = error(none, JSON.stringify(keys(400_000, "k")))
+    expect(empty.violations.map((v) => v.path)).toStrictEqual([...Array.from({ length: 10 }, (_, i) => [`k${i}`]), []])
+    expect(empty.violations.at(-1)?.message).toBe(
+      `399990 more unexpected keys beside those listed: "k10", "k11", "k12", … (this tool takes no arguments)`
+    )
+  })
 })
 
 // Valid calls decode through a lenient JIT-compiled decode plus a walk for excess keys

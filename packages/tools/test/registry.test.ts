@@ -80,6 +80,28 @@ describe("ToolRegistry: registration", () => {
       expect(yield* registry.names).toStrictEqual([])
     }).pipe(Effect.provide(ToolRegistry.layer)))
 
+  it.effect("registering into a closed scope is an InvalidToolError, not a silent no-op", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const scope = yield* Scope.make()
+      yield* Scope.close(scope, Exit.void)
+      const echo = simple("echo", () => Effect.succeed(""))
+      const error = yield* Effect.flip(registry.register(echo).pipe(Scope.provide(scope)))
+      expect(error).toBeInstanceOf(ToolErrors.InvalidToolError)
+      expect(error.code).toBe("INVALID_TOOL")
+      expect(error).toMatchObject({ tool: "echo", reason: "scope" })
+      expect(error.message).toContain("the registering scope is closed")
+      // A Layer built into a closed scope registers through the same path.
+      const built = yield* Effect.exit(
+        Layer.buildWithScope(Tools.layer(echo), scope).pipe(Effect.provideService(ToolRegistry, registry))
+      )
+      expect(built).toStrictEqual(Exit.fail(error))
+      expect(yield* registry.names).toStrictEqual([])
+      // The name was never taken: an open scope registers it.
+      yield* registry.register(echo)
+      expect(yield* registry.names).toStrictEqual(["echo"])
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
   it.effect("Tools.layer registers all or nothing", () =>
     Effect.gen(function*() {
       const registry = yield* ToolRegistry
