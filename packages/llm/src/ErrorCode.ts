@@ -83,7 +83,7 @@ export const catalog = {
     raisedBy: "@dsh/session (ToolOutcomeUnknownError), raised when a session is resumed with an interrupted turn"
   },
   INVALID_TOOL: {
-    meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema, or hold a type JSON cannot carry (a Schema.declare without toCodecJson), or its timeout is no duration above zero; an agent.run output Schema is refused the same way.",
+    meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema, or hold a type JSON cannot carry (a Schema.declare without toCodecJson), or its timeout is no duration above zero, or the scope it is registered into is closed already; an agent.run output Schema is refused the same way.",
     raisedBy: "@dsh/tools (InvalidToolError), raised by the tool registry"
   },
   DUPLICATE_TOOL: {
