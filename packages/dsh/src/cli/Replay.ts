@@ -9,15 +9,21 @@
  *
  * The user's part is replayed from the log as a {@link Plan}: each recorded agent in turn (a
  * session resumed three times had three), with its id; each message sent when the recording
- * shows it was (at once, after the agent went idle, or queued during the turn before), each
- * steering and injected message, each abort, each disposal. Every action is tied to the event
+ * shows it was (at once, after the agent went idle, or queued during the work before: a turn, a
+ * compaction), each steering and injected message, each compaction asked for (by `/compact`
+ * while idle, or by a program's `agent.compact()` while a turn ran), each abort, each disposal.
+ * Every action is tied to the event
  * after which the recording shows it happened, and a listener on the agent runs it when the
  * replay logs that same event — so the replayed log can equal the recording event for event.
  * The same listener compares each event with the recording as it is logged and stops the replay
  * at the first difference; at the end the whole logs are compared (`time` aside).
  *
- * What cannot be replayed ends the replay where it happened, as a difference: a process that
- * ended without disposing its agent (a crash, a kill), a turn started by late steering.
+ * A process that ended without disposing its agent (a crash, a kill; its `disposed` line may
+ * be the one that tore) and whose session a later process resumed is replayed when it ended
+ * between turns: the replay stops that agent where the recording's did and leaves what the
+ * stopping logged out of the replayed log, so the resume's repairs and the next agent follow
+ * as recorded. What cannot be replayed ends the replay where it happened, as a difference: a
+ * process that ended inside a turn or a compaction, or whose recording stops there.
  *
  * @since 0.1.0
  */
@@ -54,10 +60,19 @@ export type Action =
   | { readonly _tag: "Steer"; readonly content: ReadonlyArray<Content.ContentBlock> }
   | { readonly _tag: "Inject"; readonly content: ReadonlyArray<Content.ContentBlock>; readonly source: string }
   | { readonly _tag: "Abort"; readonly reason: string | undefined }
-  /** `agent.compact()` while the agent was idle (`/compact`), whether it compacted anything or not. */
+  /**
+   * `agent.compact()`: while the agent was idle (`/compact`), whether it compacted anything or
+   * not, or while a turn or another compaction ran (a program's call; it runs after that work).
+   */
   | { readonly _tag: "Compact" }
   /** The agent's scope closes: it is disposed (mid-turn, or at the end of its part). */
   | { readonly _tag: "Close" }
+  /**
+   * The agent's process ended here, between turns, without disposing it (a crash or a kill)
+   * and a later process resumed the session: the replay stops the agent, and what stopping it
+   * logs is no part of the replayed log.
+   */
+  | { readonly _tag: "End" }
   /** The recording stops here without its agent being disposed (the process ended). */
   | { readonly _tag: "Cut"; readonly why: string }
 
@@ -97,11 +112,17 @@ interface Building {
   readonly preamble: Array<SessionEvent.SessionEvent>
   readonly initial: Array<Action>
   readonly after: Map<number, Array<Action>>
-  /** The seq of the turn/start of the turn before the one being read. */
-  lastTurnStart: number | undefined
+  /**
+   * The first event of the work the driver ran last (a turn's `turn/start`, an asked-for
+   * compaction's first event): what is asked for while it runs is asked for there.
+   */
+  lastWork: { readonly kind: "turn" | "compaction"; readonly start: number } | undefined
   lastTurnEnd: number | undefined
   disposed: boolean
-  last: number
+  /** Its process ended: a resume's `session/repair` follows its last event. */
+  ended: boolean
+  /** The last event the agent logged itself. */
+  last: SessionEvent.SessionEvent
 }
 
 const add = (segment: Building, at: number, action: Action) => {
@@ -157,95 +178,160 @@ export const plan = (events: ReadonlyArray<SessionEvent.SessionEvent>): Plan => 
   let pending: Array<SessionEvent.SessionEvent> = []
   let model: string | undefined
   events.forEach((event, index) => {
-    if (event.type === "agent/status" && (current === undefined || current.disposed || current.agentId !== event.data.agentId)) {
-      if (current !== undefined && !current.disposed) add(current, current.last, { _tag: "Cut", why: cutWhy(current) })
-      current = {
-        agentId: event.data.agentId,
-        start: event.seq,
-        preamble: pending,
-        initial: [],
-        after: new Map(),
-        lastTurnStart: undefined,
-        lastTurnEnd: undefined,
-        disposed: false,
-        last: event.seq
-      }
+    if (event.type === "agent/status" && (current === undefined || isOver(current) || current.agentId !== event.data.agentId)) {
+      if (current !== undefined && !current.disposed) add(current, current.last.seq, endOf(current, "resumed"))
+      current = startSegment(event, pending)
       pending = []
       segments.push(current)
       return
     }
-    if (current === undefined || current.disposed) {
+    // a resume's repairs: the agent before it never logged its end (the process died), and
+    // what follows until the next agent is the resume's, appended as recorded
+    if (current !== undefined && event.type === "session/repair") current.ended = true
+    if (current === undefined || isOver(current)) {
       pending.push(event)
       return
     }
-    const segment = current
-    segment.last = event.seq
-    switch (event.type) {
-      case "agent/status":
-        if (event.data.status === "running" && isAskedCompaction(events[index + 1])) {
-          add(segment, events[index - 1]?.seq ?? segment.start, { _tag: "Compact" })
-        }
-        if (event.data.status === "disposed") {
-          segment.disposed = true
-          const before = events[index - 1]
-          const midTurn = before?.type === "turn/end" && before.data.reason.kind === "disposed"
-          add(segment, midTurn ? stopPoint(events, index - 1) : (before?.seq ?? segment.start), { _tag: "Close" })
-        }
-        return
-      case "turn/start": {
-        const batch: Array<ReadonlyArray<Content.ContentBlock>> = []
-        for (let i = index + 1; i < events.length; i++) {
-          const next = events[i]!
-          if (next.type !== "user/message") break
-          batch.push(next.data.content)
-        }
-        const steered = event.data.trigger === "steer"
-        const previous = events[index - 1]
-        const at = steered
-          ? segment.lastTurnEnd ?? segment.start
-          : previous?.type === "agent/status" && previous.data.status === "running"
-          ? events[index - 2]?.seq ?? segment.start
-          : segment.lastTurnStart ?? segment.start
-        for (const content of batch) add(segment, at, { _tag: steered ? "Steer" : "Send", content })
-        segment.lastTurnStart = event.seq
-        return
-      }
-      case "steering/message":
-        add(segment, event.seq - 1, { _tag: "Steer", content: event.data.content })
-        return
-      case "context/message":
-        add(segment, event.seq - 1, { _tag: "Inject", content: event.data.content, source: event.data.source })
-        return
-      case "model/request":
-        model ??= event.data.model
-        return
-      case "turn/end":
-        segment.lastTurnEnd = event.seq
-        if (event.data.reason.kind === "aborted") add(segment, stopPoint(events, index), { _tag: "Abort", reason: event.data.reason.reason })
-        return
-      default:
-        return
-    }
+    current.last = event
+    if (event.type === "model/request") model ??= event.data.model
+    else readEvent(events, index, current)
   })
-  if (current !== undefined && !(current as Building).disposed) {
-    const open = current as Building
-    add(open, open.last, { _tag: "Cut", why: cutWhy(open) })
-  }
+  const open = current as Building | undefined
+  if (open !== undefined && !open.disposed) add(open, open.last.seq, endOf(open, "recording ends"))
   return { segments, model }
 }
+
+const isOver = (segment: Building): boolean => segment.disposed || segment.ended
+
+const startSegment = (event: SessionEvent.SessionEvent & { readonly type: "agent/status" }, preamble: Array<SessionEvent.SessionEvent>): Building => ({
+  agentId: event.data.agentId,
+  start: event.seq,
+  preamble,
+  initial: [],
+  after: new Map(),
+  lastWork: undefined,
+  lastTurnEnd: undefined,
+  disposed: false,
+  ended: false,
+  last: event
+})
+
+/**
+ * How the part of an agent that was never disposed ends: where a later process resumed the
+ * session after it ended between turns, the replay stops the agent there too and goes on;
+ * inside a turn or a compaction (or where the recording ends) it cannot go on.
+ */
+const endOf = (segment: Building, then: "resumed" | "recording ends"): Action =>
+  then === "resumed" && isBetweenTurns(segment.last) ? { _tag: "End" } : { _tag: "Cut", why: cutWhy(segment) }
+
+/** Whether an agent whose last event this is had no work running: a turn just ended, or idle. */
+const isBetweenTurns = (last: SessionEvent.SessionEvent): boolean =>
+  last.type === "turn/end" || (last.type === "agent/status" && last.data.status === "idle")
+
+/** The actions one event of the agent's own shows. */
+const readEvent = (events: ReadonlyArray<SessionEvent.SessionEvent>, index: number, segment: Building): void => {
+  const event = events[index]!
+  switch (event.type) {
+    case "agent/status":
+      if (event.data.status === "running" && isAskedCompaction(events[index + 1])) {
+        add(segment, events[index - 1]?.seq ?? segment.start, { _tag: "Compact" })
+      }
+      if (event.data.status === "disposed") {
+        segment.disposed = true
+        const before = events[index - 1]
+        const midTurn = before?.type === "turn/end" && before.data.reason.kind === "disposed"
+        add(segment, midTurn ? stopPoint(events, index - 1) : (before?.seq ?? segment.start), { _tag: "Close" })
+      }
+      return
+    case "turn/start":
+      return readTurnStart(events, index, segment)
+    case "compaction/applied":
+    case "compaction/failed":
+      return readCompaction(events, index, segment)
+    case "steering/message":
+      add(segment, event.seq - 1, { _tag: "Steer", content: event.data.content })
+      return
+    case "context/message":
+      add(segment, event.seq - 1, { _tag: "Inject", content: event.data.content, source: event.data.source })
+      return
+    case "turn/end":
+      segment.lastTurnEnd = event.seq
+      if (event.data.reason.kind === "aborted") add(segment, stopPoint(events, index), { _tag: "Abort", reason: event.data.reason.reason })
+      return
+    default:
+      return
+  }
+}
+
+/**
+ * A turn's messages, sent when the log shows they were: while the agent was idle (the event
+ * before its `running`), else while the work before the turn ran (they were queued behind it).
+ * Steering that came too late for a turn was sent as it ended; for a compaction, while it ran.
+ */
+const readTurnStart = (events: ReadonlyArray<SessionEvent.SessionEvent>, index: number, segment: Building): void => {
+  const event = events[index] as SessionEvent.SessionEvent & { readonly type: "turn/start" }
+  const batch: Array<ReadonlyArray<Content.ContentBlock>> = []
+  for (let i = index + 1; i < events.length; i++) {
+    const next = events[i]!
+    if (next.type !== "user/message") break
+    batch.push(next.data.content)
+  }
+  const steered = event.data.trigger === "steer"
+  const previous = events[index - 1]
+  const at = steered
+    ? (segment.lastWork?.kind === "compaction" ? segment.lastWork.start : segment.lastTurnEnd) ?? segment.start
+    : previous?.type === "agent/status" && previous.data.status === "running"
+    ? events[index - 2]?.seq ?? segment.start
+    : segment.lastWork?.start ?? segment.start
+  for (const content of batch) add(segment, at, { _tag: steered ? "Steer" : "Send", content })
+  segment.lastWork = { kind: "turn", start: event.seq }
+}
+
+/**
+ * An asked-for compaction's first event. Right after the agent's `running` it was asked while
+ * the agent was idle (see the `running` case); right after other work (a turn's end, another
+ * compaction) it was asked while that work ran — a program's `agent.compact()` mid-turn — so it
+ * is asked at that work's first event, and runs, as recorded, once that work is done.
+ */
+const readCompaction = (events: ReadonlyArray<SessionEvent.SessionEvent>, index: number, segment: Building): void => {
+  if (!startsAskedCompaction(events[index - 1], events[index]!)) return
+  const previous = events[index - 1]
+  const afterRunning = previous?.type === "agent/status" && previous.data.status === "running"
+  if (!afterRunning) add(segment, segment.lastWork?.start ?? segment.start, { _tag: "Compact" })
+  segment.lastWork = { kind: "compaction", start: events[index]!.seq }
+}
+
+/**
+ * Whether an event is the first of an asked-for (`manual`) compaction: a compaction is a prune,
+ * a summary, or a prune then a summary, so only a summary right after a manual prune goes on
+ * the compaction before it.
+ */
+const startsAskedCompaction = (previous: SessionEvent.SessionEvent | undefined, event: SessionEvent.SessionEvent): boolean => {
+  if (!isManualCompaction(event)) return false
+  const continuesPrune = previous !== undefined && isManualCompaction(previous) && previous.type === "compaction/applied" &&
+    previous.data.kind === "prune" && event.data.kind === "summary"
+  return !continuesPrune
+}
+
+const isManualCompaction = (
+  event: SessionEvent.SessionEvent
+): event is SessionEvent.SessionEvent & { readonly type: "compaction/applied" | "compaction/failed" } =>
+  (event.type === "compaction/applied" || event.type === "compaction/failed") && event.data.reason === "manual"
 
 /**
  * Whether what follows an agent's `running` is an asked-for compaction rather than a turn: the
  * manual compaction's events, or straight `idle` again (there was nothing to compact).
  */
 const isAskedCompaction = (next: SessionEvent.SessionEvent | undefined): boolean =>
-  next !== undefined &&
-  ((next.type === "agent/status" && next.data.status === "idle") ||
-    ((next.type === "compaction/applied" || next.type === "compaction/failed") && next.data.reason === "manual"))
+  next !== undefined && ((next.type === "agent/status" && next.data.status === "idle") || isManualCompaction(next))
 
-const cutWhy = (segment: Building): string =>
-  `the recording's agent ${segment.agentId} stops at seq ${segment.last} without being disposed ` +
-  "(its process ended: a crash or a kill), so the replay cannot go on from there"
+const cutWhy = (segment: Building): string => {
+  const how = segment.ended && !isBetweenTurns(segment.last)
+    ? "inside a turn or a compaction (a crash or a kill); a resume closed what it left open"
+    : "a crash or a kill"
+  return `the recording's agent ${segment.agentId} stops at seq ${segment.last.seq} without being disposed ` +
+    `(its process ended: ${how}), so the replay cannot go on from there`
+}
 
 // ---------------------------------------------------------------------------------------------
 // comparing
@@ -310,10 +396,11 @@ export const difference = (
 // ---------------------------------------------------------------------------------------------
 // replaying
 
-type Stop = { readonly _tag: "Close" } | { readonly _tag: "Cut"; readonly seq: number; readonly why: string } | {
-  readonly _tag: "Diverged"
-  readonly seq: number
-}
+type Stop =
+  | { readonly _tag: "Close" }
+  | { readonly _tag: "End"; readonly seq: number }
+  | { readonly _tag: "Cut"; readonly seq: number; readonly why: string }
+  | { readonly _tag: "Diverged"; readonly seq: number }
 
 const unknownExtension = (type: string) => Events.define(type as SessionEvent.ExtensionType, Schema.Json)
 
@@ -323,18 +410,41 @@ const appendRecorded = (session: Session.Session, event: SessionEvent.SessionEve
     ? (session.append as (type: string, data: unknown) => Effect.Effect<unknown>)(event.type, event.data)
     : session.append(unknownExtension(event.type), event.data as Schema.Json)
 
+/** A compaction to ask for, and the signal that it is asked (queued behind the agent's work). */
+type CompactionAsk = Deferred.Deferred<void>
+
+/**
+ * Asks for a compaction and returns once the agent has it queued. `compact()` waits for the
+ * agent and is refused from inside it (where listeners run), so it is asked from a fiber of the
+ * replay's own; waiting for it to be queued keeps the listener from letting the agent's work
+ * end first — the compaction then runs after that work, as recorded, not after the next.
+ */
+const askCompaction = (compactions: Queue.Queue<CompactionAsk>) =>
+  Effect.flatMap(Deferred.make<void>(), (asked) => Effect.andThen(Queue.offer(compactions, asked), Deferred.await(asked)))
+
+/**
+ * The replay's own fiber that asks for the compactions: each `compact()` is started at once
+ * (it queues the compaction before it waits) and left to run; a compaction that fails is
+ * logged as the recording's was, and the comparison judges it.
+ */
+const compactor = (agent: Agent.Agent, compactions: Queue.Queue<CompactionAsk>) =>
+  Effect.forever(
+    Effect.flatMap(Queue.take(compactions), (asked) =>
+      Effect.andThen(Effect.forkScoped(Effect.ignore(agent.compact()), { startImmediately: true }), Deferred.succeed(asked, undefined)))
+  )
+
+const settle = (stop: Deferred.Deferred<Stop>, result: Stop) => Effect.sync(() => void Deferred.doneUnsafe(stop, Effect.succeed(result)))
+
 const perform = (
   agent: Agent.Agent,
   action: Action,
   stop: Deferred.Deferred<Stop>,
   seq: number,
-  compactions: Queue.Queue<void>
+  compactions: Queue.Queue<CompactionAsk>
 ) => {
   switch (action._tag) {
     case "Compact":
-      // compact() waits for the agent and is refused from inside it (where listeners run): it
-      // is asked from a fiber of the replay's own
-      return Queue.offer(compactions, undefined)
+      return askCompaction(compactions)
     case "Send":
       return agent.send(action.content)
     case "Steer":
@@ -344,9 +454,11 @@ const perform = (
     case "Abort":
       return agent.abort(action.reason)
     case "Close":
-      return Effect.sync(() => void Deferred.doneUnsafe(stop, Effect.succeed({ _tag: "Close" })))
+      return settle(stop, { _tag: "Close" })
+    case "End":
+      return settle(stop, { _tag: "End", seq })
     case "Cut":
-      return Effect.sync(() => void Deferred.doneUnsafe(stop, Effect.succeed({ _tag: "Cut", seq, why: action.why })))
+      return settle(stop, { _tag: "Cut", seq, why: action.why })
   }
 }
 
@@ -367,7 +479,7 @@ const replaySegment = (
   Effect.gen(function*() {
     for (const event of segment.preamble) yield* appendRecorded(session, event)
     const stop = yield* Deferred.make<Stop>()
-    const compactions = yield* Queue.unbounded<void>()
+    const compactions = yield* Queue.unbounded<CompactionAsk>()
     const hooks = yield* AgentHooks
     yield* hooks.listeners.register({
       name: "dsh replay",
@@ -383,8 +495,7 @@ const replaySegment = (
         }).pipe(Effect.catch(() => Effect.void))
     })
     const agent = yield* Runtime.agent({ ...settings, model }, { resume: session }, { id: segment.agentId })
-    // a compaction that fails is logged as the recording's was; the comparison judges it
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(compactions), Effect.ignore(agent.compact()))))
+    yield* Effect.forkScoped(compactor(agent, compactions))
     for (const action of segment.initial) yield* perform(agent, action, stop, segment.start, compactions)
     const result = yield* Deferred.await(stop).pipe(
       Effect.timeoutOrElse({
@@ -392,7 +503,9 @@ const replaySegment = (
         orElse: () => Effect.succeed<Stop>({ _tag: "Diverged", seq: -1 })
       })
     )
-    if (result._tag !== "Close" && (yield* agent.status) === "running") yield* agent.abort("the replay stopped")
+    // stopped where the recording's agent was disposed, or its process ended: the scope closes it
+    const stopsAsRecorded = result._tag === "Close" || result._tag === "End"
+    if (!stopsAsRecorded && (yield* agent.status) === "running") yield* agent.abort("the replay stopped")
     return result
   }).pipe(Effect.scoped)
 
@@ -417,6 +530,37 @@ export const recordedMaxSteps = (recorded: ReadonlyArray<SessionEvent.SessionEve
 }
 
 /**
+ * The events an agent logged after `seq` when the replay stopped it where the recording's
+ * process ended (`End`) are left out: its `idle`, its `disposed` — the recording has none
+ * there. Anything else it logged past `seq` stays, so the comparison shows it.
+ */
+const endedAt = (events: ReadonlyArray<SessionEvent.SessionEvent>, seq: number, agentId: string): ReadonlyArray<SessionEvent.SessionEvent> => {
+  const tail = events.slice(seq + 1)
+  const onlyStopping = tail.every((event) => event.type === "agent/status" && event.data.agentId === agentId)
+  return onlyStopping ? events.slice(0, seq + 1) : events
+}
+
+/**
+ * One agent's part on a session of its own, seeded with what the replay logged before it (so
+ * an agent stopped where its process ended leaves nothing of its stopping in the log).
+ */
+const replayPart = (
+  settings: Config.Settings,
+  recorded: ReadonlyArray<SessionEvent.SessionEvent>,
+  model: string,
+  sessionId: string,
+  before: ReadonlyArray<SessionEvent.SessionEvent>,
+  segment: Segment
+) =>
+  Effect.gen(function*() {
+    const store = yield* SessionStore
+    const session = yield* store.create(before.length === 0 ? { id: sessionId } : { id: sessionId, seed: before })
+    const stop = yield* replaySegment(settings, recorded, model, session, segment)
+    const events = yield* session.events
+    return { stop, events: stop._tag === "End" ? endedAt(events, stop.seq, segment.agentId) : events }
+  }).pipe(Effect.scoped)
+
+/**
  * Replays a recording; returns the verdict.
  *
  * @since 0.1.0
@@ -427,18 +571,17 @@ export const replay = (settings: Config.Settings, recorded: ReadonlyArray<Sessio
     const planned = plan(recorded)
     const model = planned.model ?? settings.model
     const maxSteps = recordedMaxSteps(recorded, settings.maxSteps ?? Agent.defaultMaxSteps)
-    const store = yield* SessionStore
-    const session = yield* store.create({ id: sessionId })
+    let replayed: ReadonlyArray<SessionEvent.SessionEvent> = []
     let cut: { readonly seq: number; readonly why: string } | undefined
     for (const segment of planned.segments) {
-      const stop = yield* replaySegment({ ...settings, maxSteps }, recorded, model, session, segment)
-      if (stop._tag === "Cut") {
-        cut = stop
+      const part = yield* replayPart({ ...settings, maxSteps }, recorded, model, sessionId, replayed, segment)
+      replayed = part.events
+      if (part.stop._tag === "Cut") {
+        cut = part.stop
         break
       }
-      if (stop._tag === "Diverged") break
+      if (part.stop._tag === "Diverged") break
     }
-    const replayed = yield* session.events
     const found = difference(recorded, replayed, cut === undefined ? undefined : cut.seq + 1)
     if (found !== undefined) return found
     if (cut !== undefined) return { _tag: "Differs", seq: cut.seq, message: cut.why, mismatch: false } satisfies Verdict
