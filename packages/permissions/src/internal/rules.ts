@@ -208,26 +208,28 @@ const fits = (pattern: CommandPattern, exact: boolean, count: number): boolean =
 type ReadAs = "code" | "data"
 
 /**
- * A deny or ask pattern at `from`, `/bin/rm` taken as `rm`. In code, a dynamic word (an
- * expansion, a glob, a brace expansion) could become any words, or none: from there on, it
- * matches.
+ * A deny or ask pattern at `from`, `/bin/rm` taken as `rm`, its words after the first read
+ * from `sub` on (the word after the program, or its subcommand past its own options:
+ * `git -C dir push`). In code, a dynamic word (an expansion, a glob, a brace expansion) could
+ * become any words, or none: from there on, it matches.
  */
 const startsBroadly = (
   pattern: CommandPattern,
   exact: boolean,
   words: ReadonlyArray<Shell.Word>,
   from: number,
+  sub: number,
   readAs: ReadAs
 ): boolean => {
   for (let k = 0; k < pattern.length; k++) {
-    const word = words[from + k]
+    const word = words[k === 0 ? from : sub + k - 1]
     if (word === undefined) return false
     if (word.dynamic) return readAs === "code"
     const p = pattern[k]!
     if (!Wildcard.matches(p, word.text) && !(k === 0 && Wildcard.matches(p, Commands.basename(word.text)))) return false
   }
   // exact: no more words, unless those that follow could all turn into none
-  const rest = words.slice(from + pattern.length)
+  const rest = words.slice(sub + pattern.length - 1)
   return !exact || rest.length === 0 || (readAs === "code" && rest.every((w) => w.dynamic))
 }
 
@@ -237,10 +239,11 @@ const maxInnerText = 1_000_000
 
 /**
  * A deny or ask pattern: any command of the line as written, past runners and reserved words,
- * `/bin/rm` as `rm`, into the lines `eval`, `sh -c` and the others run, and into the values
- * it assigns, as data. What the policy cannot read in code could be anything, so a restriction
- * applies to it: a line nested too deeply, a dynamic word where the pattern has a word, a
- * script the line does not show.
+ * `/bin/rm` as `rm`, a subcommand past its program's own options, into the lines `eval`,
+ * `sh -c` and the others run, and into the values it assigns, as data. What the policy cannot
+ * read in code could be anything, so a restriction applies to it: a line nested too deeply, a
+ * dynamic word where the pattern has a word, a script the line does not show (inline code of
+ * another language, a script file, a value run as a prompt).
  */
 const matchesLineBroadly = (
   patterns: ReadonlyArray<CommandPattern>,
@@ -255,10 +258,12 @@ const matchesLineBroadly = (
     depth >= maxShellDepth
       ? as === "code"
       : matchesLineBroadly(patterns, exact, Shell.parse(text), depth + 1, budget, as)
-  return (code && line.unreadable) || line.commands.some(({ words }) => {
+  return (code && (line.unreadable || line.runsValues)) || line.commands.some(({ words }) => {
     const command = Commands.read(words, budget)
     if (code && command.hidden) return true
-    if (command.starts.some((from) => patterns.some((p) => startsBroadly(p, exact, words, from, readAs)))) return true
+    const matchesAt = (from: number, sub: number) => patterns.some((p) => startsBroadly(p, exact, words, from, sub, readAs))
+    if (command.starts.some((from) => matchesAt(from, from + 1))) return true
+    if (command.subcommands.some(({ at, program }) => matchesAt(program, at))) return true
     return command.lines.some((text) => inner(text, readAs)) || command.values.some((text) => inner(text, "data"))
   })
 }

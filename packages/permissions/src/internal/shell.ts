@@ -53,6 +53,12 @@ export interface Line {
   readonly substitutions: boolean
   /** Nesting deeper than {@link maxNesting}: the rest of the line was not read. */
   readonly unreadable: boolean
+  /**
+   * An expansion runs what a variable holds, which the line does not show: `${x@P}` expands
+   * the value as a prompt, command substitutions included, and the value may come from the
+   * environment the command inherits.
+   */
+  readonly runsValues: boolean
 }
 
 /** How deeply substitutions may nest before a line is unreadable. */
@@ -156,7 +162,11 @@ interface Result {
   commands: Array<Command>
   substitutions: boolean
   unreadable: boolean
+  runsValues: boolean
 }
+
+/** A `${…}` whose parameter is transformed by `@P` (prompt expansion), itself or one nested in it. */
+const promptExpansion = /@P(\}|$)/
 
 const scanLine = (text: string, depth: number, into: Result): void => {
   let i = 0
@@ -251,6 +261,11 @@ const scanLine = (text: string, depth: number, into: Result): void => {
           into.substitutions = true
           if (level >= maxNesting) into.unreadable = true
           else scanLine(inner, level + 1, into)
+        }
+        // `${x@P}` runs the substitutions x holds: a substitution the line does not show
+        if (promptExpansion.test(inner)) {
+          into.substitutions = true
+          into.runsValues = true
         }
         add(text.slice(i, end + 1))
         expands = true
@@ -440,7 +455,7 @@ const scanLine = (text: string, depth: number, into: Result): void => {
 
 /** Splits a command line into its simple commands. */
 export const parse = (text: string): Line => {
-  const result: Result = { commands: [], substitutions: false, unreadable: false }
+  const result: Result = { commands: [], substitutions: false, unreadable: false, runsValues: false }
   scanLine(text, 0, result)
   return result
 }
