@@ -40,7 +40,7 @@
  *
  * @since 0.1.0
  */
-import { AdapterSettings, LlmError, type ModelInfo, type ModelRequest } from "@dsh/llm"
+import { AdapterSettings, LlmError, ModelInfo, type ModelRequest } from "@dsh/llm"
 import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Config from "effect/Config"
@@ -220,7 +220,53 @@ const readBaseUrl: Effect.Effect<string, AnthropicConfigError> = Config.option(C
   Effect.map(Option.getOrElse(() => defaultBaseUrl))
 )
 
+// Whether a text may be sent as an HTTP header's value (no line break or other control
+// character but a tab, nothing beyond Latin-1): Node's client throws when the request is built
+// on anything else, so every request would die rather than fail.
+const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value)
+
+// A value a config file gave, as an error message quotes it (briefly: what it is).
+const shown = (value: unknown): string => {
+  if (value === null) return "null"
+  if (Array.isArray(value)) return "an array"
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
+}
+
+// The key option as given: a `Redacted` holding a string (a plain string, from a config file or
+// untyped code, is refused rather than sent). What it holds is never quoted.
+const checkKeyType = (key: unknown): Effect.Effect<Redacted.Redacted<string>, AnthropicConfigError> =>
+  Redacted.isRedacted(key) && typeof Redacted.value(key) === "string"
+    ? Effect.succeed(key as Redacted.Redacted<string>)
+    : Effect.fail(configError(
+      "apiKey",
+      `The Anthropic API key must be a Redacted<string> (\`apiKey: Redacted.make(key)\`), got ${
+        Redacted.isRedacted(key) ? "a Redacted holding no string" : key === null ? "null" : `a ${typeof key}`
+      }. ${keyHint}`
+    ))
+
+// The key goes into the x-api-key header: one holding a line break (read from a file with its
+// newline) would make every request die in Node's client.
+const checkKeyText = (key: Redacted.Redacted<string>): Effect.Effect<Redacted.Redacted<string>, AnthropicConfigError> => {
+  const text = Redacted.value(key)
+  if (text.trim() === "") return Effect.fail(configError("apiKey", `The Anthropic API key is empty. ${keyHint}`))
+  return isHeaderValue(text) ? Effect.succeed(key) : Effect.fail(configError(
+    "apiKey",
+    `The Anthropic API key holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1: was it read with its trailing newline?). ${keyHint}`
+  ))
+}
+
+// Requests go to `<baseUrl>/v1/messages`: a `?` or `#` in the base URL would swallow the path.
+const hasQueryOrFragment = (url: string): boolean => url.includes("?") || url.includes("#")
+
 const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Effect<string, AnthropicConfigError> => {
+  // options may come from a config file, past the types
+  if (typeof raw !== "string") {
+    return Effect.fail(configError(
+      "baseUrl",
+      `The Anthropic base URL must be a string, got ${shown(raw)} (set ANTHROPIC_BASE_URL or the baseUrl option, e.g. ${defaultBaseUrl})`
+    ))
+  }
   const trimmed = raw.trim().replace(/\/+$/, "")
   // a URL may carry credentials: its text is scrubbed of the key before it is quoted
   const quoted = Failure.scrub(JSON.stringify(raw), apiKey)
@@ -233,17 +279,90 @@ const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Ef
       `The Anthropic base URL ${quoted} is not a URL (set ANTHROPIC_BASE_URL or the baseUrl option, e.g. ${defaultBaseUrl})`
     ))
   }
-  return url.protocol === "http:" || url.protocol === "https:"
-    ? Effect.succeed(trimmed)
-    : Effect.fail(configError("baseUrl", `The Anthropic base URL ${quoted} is not an http(s) URL`))
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return Effect.fail(configError("baseUrl", `The Anthropic base URL ${quoted} is not an http(s) URL`))
+  }
+  return hasQueryOrFragment(trimmed)
+    ? Effect.fail(configError(
+      "baseUrl",
+      `The Anthropic base URL ${quoted} has a query or a fragment, which the request path (/v1/messages) cannot follow (e.g. ${defaultBaseUrl})`
+    ))
+    : Effect.succeed(trimmed)
 }
 
-const isPositiveInt = (n: number) => Number.isInteger(n) && n > 0
+const isPositiveInt = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n > 0
 
-const checkThinking = (thinking: Thinking | undefined): Effect.Effect<Thinking | undefined, AnthropicConfigError> =>
-  typeof thinking === "object" && !isPositiveInt(thinking.budgetTokens)
-    ? Effect.fail(configError("thinking", `thinking.budgetTokens must be a positive whole number, got ${thinking.budgetTokens}`))
+const checkThinking = (
+  thinking: Thinking | undefined,
+  maxTokens: number | undefined
+): Effect.Effect<Thinking | undefined, AnthropicConfigError> => {
+  // options may come from a config file, past the types
+  const given: unknown = thinking
+  if (given === undefined || given === "adaptive" || given === "disabled") return Effect.succeed(thinking)
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    return Effect.fail(configError("thinking", `thinking must be "adaptive", "disabled" or { budgetTokens }, got ${shown(given)}`))
+  }
+  const budget: unknown = (given as { readonly budgetTokens?: unknown }).budgetTokens
+  if (!isPositiveInt(budget)) {
+    return Effect.fail(configError("thinking", `thinking.budgetTokens must be a positive whole number, got ${shown(budget)}`))
+  }
+  // the API refuses a budget that is not below max_tokens
+  return maxTokens !== undefined && budget >= maxTokens
+    ? Effect.fail(configError("thinking", `thinking.budgetTokens (${budget}) must be below maxTokens (${maxTokens})`))
     : Effect.succeed(thinking)
+}
+
+const checkModels = (models: unknown): Effect.Effect<ReadonlyArray<string>, AnthropicConfigError> => {
+  if (!Array.isArray(models)) return Effect.fail(configError("models", `models must be an array of model names, got ${shown(models)}`))
+  if (models.length === 0) return Effect.fail(configError("models", "The Anthropic adapter must serve at least one model name"))
+  const wrong = models.find((model) => typeof model !== "string" || model.trim() === "")
+  return wrong === undefined
+    ? Effect.succeed(models as ReadonlyArray<string>)
+    : Effect.fail(configError("models", `A model name must be a non-empty string, got ${shown(wrong)}`))
+}
+
+const decodeInfo = Schema.decodeUnknownEffect(Schema.Array(ModelInfo.ModelInfo))
+
+const checkInfo = (info: unknown): Effect.Effect<ReadonlyArray<ModelInfo.ModelInfo>, AnthropicConfigError> =>
+  info === undefined ? Effect.succeed([]) : decodeInfo(info, { errors: "all" }).pipe(
+    Effect.mapError((error) => configError("info", `A model entry is invalid: ${error.message.replaceAll(/\s*\n\s*/g, " ")}`))
+  )
+
+// A header's text: the version, each beta.
+const checkHeaderText = (setting: string, what: string, value: unknown): Effect.Effect<string, AnthropicConfigError> =>
+  typeof value === "string" && value.trim() !== "" && isHeaderValue(value)
+    ? Effect.succeed(value)
+    : Effect.fail(configError(
+      setting,
+      typeof value === "string" && value.trim() !== ""
+        ? `${what} holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1)`
+        : `${what} must be a non-empty string, got ${shown(value)}`
+    ))
+
+const checkBetas = (betas: unknown): Effect.Effect<ReadonlyArray<string>, AnthropicConfigError> => {
+  if (betas === undefined) return Effect.succeed([])
+  if (!Array.isArray(betas)) return Effect.fail(configError("betas", `betas must be an array of beta names, got ${shown(betas)}`))
+  return Effect.forEach(betas, (beta: unknown) => checkHeaderText("betas", "A beta name", beta))
+}
+
+const checkEffort = (effort: unknown): Effect.Effect<string | undefined, AnthropicConfigError> =>
+  effort === undefined || (typeof effort === "string" && effort.trim() !== "")
+    ? Effect.succeed(effort)
+    : Effect.fail(configError("effort", `effort must be the name of an effort ("low", "medium", "high", …), got ${shown(effort)}`))
+
+const checkPromptCache = (cache: unknown): Effect.Effect<PromptCache, AnthropicConfigError> =>
+  cache === undefined ? Effect.succeed("5m") : cache === "5m" || cache === "1h" || cache === "off"
+    ? Effect.succeed(cache)
+    : Effect.fail(configError("promptCache", `promptCache must be "5m", "1h" or "off", got ${shown(cache)}`))
+
+// A retry schedule given by code that is past the types is refused at build time: it would
+// otherwise make the Layer die when the adapter is made.
+const checkSchedule = (
+  schedule: Schedule.Schedule<unknown, LlmError.LlmError> | undefined
+): Effect.Effect<Schedule.Schedule<unknown, LlmError.LlmError>, AnthropicConfigError> =>
+  schedule === undefined ? Effect.succeed(defaultSchedule) : Schedule.isSchedule(schedule)
+    ? Effect.succeed(schedule)
+    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${shown(schedule)}`))
 
 /**
  * Resolves options against the environment (through the current `ConfigProvider`).
@@ -253,17 +372,17 @@ const checkThinking = (thinking: Thinking | undefined): Effect.Effect<Thinking |
  */
 export const settings = (options: Options = {}): Effect.Effect<Settings, AnthropicConfigError> =>
   Effect.gen(function*() {
-    const apiKey = options.apiKey ?? (yield* readApiKey)
-    if (Redacted.value(apiKey).trim() === "") {
-      return yield* configError("apiKey", `The Anthropic API key is empty. ${keyHint}`)
+    // options may come from a config file, past the types: \`null\` is not "no options"
+    if (typeof options !== "object" || options === null || Array.isArray(options)) {
+      return yield* configError("options", `The options must be an object, got ${shown(options)}`)
     }
+    const apiKey = yield* checkKeyText(options.apiKey === undefined ? yield* readApiKey : yield* checkKeyType(options.apiKey))
     const baseUrl = yield* checkBaseUrl(options.baseUrl ?? (yield* readBaseUrl), apiKey)
-    const models = options.models ?? Models.names
-    if (models.length === 0) return yield* configError("models", "The Anthropic adapter must serve at least one model name")
+    const models = yield* checkModels(options.models ?? Models.names)
     if (options.maxTokens !== undefined && !isPositiveInt(options.maxTokens)) {
-      return yield* configError("maxTokens", `maxTokens must be a positive whole number, got ${options.maxTokens}`)
+      return yield* configError("maxTokens", `maxTokens must be a positive whole number, got ${shown(options.maxTokens)}`)
     }
-    const given = new Map((options.info ?? []).map((entry) => [entry.name, entry]))
+    const given = new Map((yield* checkInfo(options.info)).map((entry) => [entry.name, entry]))
     const info = models.flatMap((model) => {
       const entry = given.get(model) ?? Models.find(model)
       return entry === undefined ? [] : [entry]
@@ -273,16 +392,16 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Anthrop
       baseUrl,
       models,
       info,
-      version: options.version ?? defaultVersion,
-      betas: options.betas ?? [],
+      version: yield* checkHeaderText("version", "The anthropic-version", options.version ?? defaultVersion),
+      betas: yield* checkBetas(options.betas),
       maxTokens: options.maxTokens,
-      thinking: yield* checkThinking(options.thinking),
-      effort: options.effort,
-      promptCache: options.promptCache ?? "5m",
+      thinking: yield* checkThinking(options.thinking, options.maxTokens),
+      effort: yield* checkEffort(options.effort),
+      promptCache: yield* checkPromptCache(options.promptCache),
       idleTimeout: yield* checked("idleTimeout", AdapterSettings.duration("idleTimeout", options.idleTimeout ?? "60 seconds", "positive")),
       retry: {
         times: yield* checked("retry", AdapterSettings.retryCount("retry.times", options.retry?.times ?? 2)),
-        schedule: options.retry?.schedule ?? defaultSchedule,
+        schedule: yield* checkSchedule(options.retry?.schedule),
         maxRetryAfter: yield* checked(
           "retry",
           AdapterSettings.duration("retry.maxRetryAfter", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative")

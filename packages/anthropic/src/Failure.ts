@@ -119,7 +119,8 @@ export const describe = (error: unknown): string => {
 
 /**
  * Milliseconds to wait, from the `retry-after-ms` or `Retry-After` header (delay-seconds or an
- * HTTP date); `@dsh/llm`'s `LlmError.retryAfterMillis`, which every adapter reads them with.
+ * HTTP date), bounded to a safe integer; `@dsh/llm`'s `LlmError.retryAfterMillis`, which every
+ * adapter reads them with.
  *
  * @since 0.1.0
  * @category utils
@@ -140,7 +141,8 @@ export const readErrorBody = (
   if (decoded._tag === "Some") {
     return {
       type: decoded.value.error.type ?? undefined,
-      message: decoded.value.error.message,
+      // the API's words are quoted in a message: bounded, like everything else a message quotes
+      message: excerpt(decoded.value.error.message),
       requestId: decoded.value.request_id ?? undefined
     }
   }

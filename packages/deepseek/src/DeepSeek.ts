@@ -159,6 +159,9 @@ export const profile: Profile.Profile = Profiles.deepseek
 // The same options for the OpenAI-compatible adapter; the model names given are served with
 // the profile's entries (context window, prices) where it has them.
 const compatOptions = (options: Options): OpenAiCompat.Options => {
+  // options that are no object (past the types) go on as they are, for the compat settings to
+  // refuse naming them
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return options
   const { models, ...rest } = options
   return {
     ...rest,

@@ -66,7 +66,7 @@ const retryAfterMillis = (retryAfter: Duration.Duration | undefined): { readonly
   if (retryAfter === undefined) return {}
   const millis = Duration.toMillis(retryAfter)
   // an infinite or negative hint is no hint: the field must be a finite non-negative integer
-  return Number.isFinite(millis) && millis >= 0 ? { retryAfterMillis: Math.round(millis) } : {}
+  return Number.isFinite(millis) && millis >= 0 ? { retryAfterMillis: LlmError.boundedWait(millis) } : {}
 }
 
 /**

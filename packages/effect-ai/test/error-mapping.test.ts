@@ -129,6 +129,15 @@ describe("AiError → LlmError", () => {
     expect(unreadable).not.toHaveProperty("retryAfterMillis")
   })
 
+  it("a retry hint longer than a safe integer of milliseconds is bounded, not a defect of the mapping", () => {
+    const forever = ErrorMapping.fromReason(new AiError.RateLimitError({ retryAfter: Duration.days(1e20) }))
+    expect(forever).toMatchObject({ _tag: "LlmRateLimitError", code: "LLM_RATE_LIMIT", retryAfterMillis: Number.MAX_SAFE_INTEGER })
+    const header = ErrorMapping.fromReason(
+      new AiError.UnknownError({ http: { response: { status: 429, headers: { "retry-after": `1${"0".repeat(30)}` } } } })
+    )
+    expect(header).toMatchObject({ _tag: "LlmRateLimitError", retryAfterMillis: Number.MAX_SAFE_INTEGER })
+  })
+
   it("a request refused for not fitting the context window is an overflow, with the counts its words name", () => {
     const said = "This model's maximum context length is 128000 tokens. However, you requested 131072 tokens."
     expect(ErrorMapping.fromReason(new AiError.InvalidRequestError({ description: said }))).toMatchObject({

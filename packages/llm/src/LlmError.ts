@@ -197,7 +197,8 @@ const partOfWord = (text: string, at: number): boolean => at >= 0 && at < text.l
  * Milliseconds to wait before retrying, from a response's headers (names in lower case): the
  * `retry-after-ms` header some OpenAI-compatible servers send, else `retry-after` as
  * delay-seconds (possibly fractional) or an HTTP date. `undefined` when absent or unreadable;
- * a date in the past is 0. For adapters building an {@link LlmRateLimitError}.
+ * a date in the past is 0; a wait past a safe integer is bounded to one ({@link boundedWait}).
+ * For adapters building an {@link LlmRateLimitError}.
  *
  * @since 0.1.0
  * @category utils
@@ -207,12 +208,24 @@ export const retryAfterMillis = (
   now: number
 ): number | undefined => {
   const ms = headers["retry-after-ms"]
-  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms))
+  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return boundedWait(Number(ms))
   const value = headers["retry-after"]?.trim()
   if (value === undefined || value === "") return undefined
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000)
+  if (/^\d+(\.\d+)?$/.test(value)) return boundedWait(Number(value) * 1000)
   // An HTTP date names a weekday or month, which a bare number or garbage does not.
   if (!/[a-z]/i.test(value)) return undefined
   const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+  return Number.isNaN(date) ? undefined : boundedWait(date - now)
 }
+
+/**
+ * A wait in milliseconds as {@link LlmRateLimitError}'s `retryAfterMillis` holds it: rounded
+ * up, at least 0, at most `Number.MAX_SAFE_INTEGER`. A provider asking for longer (a
+ * `Retry-After` of twenty digits, a `Duration` of centuries) asks for longer than anyone waits;
+ * unbounded, the error's constructor would throw on it. An infinite wait is the longest.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const boundedWait = (millis: number): number =>
+  Number.isNaN(millis) ? 0 : Math.min(Math.max(0, Math.ceil(millis)), Number.MAX_SAFE_INTEGER)

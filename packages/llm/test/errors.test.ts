@@ -110,6 +110,18 @@ describe("LlmError classes", () => {
     expect((server as LlmError.LlmServerError).status).toBe(502)
   })
 
+  it("a retry hint past a safe integer is bounded to one, so the rate-limit error can hold it", () => {
+    const huge = "1" + "0".repeat(30)
+    for (const headers of [{ "retry-after": huge }, { "retry-after-ms": huge }]) {
+      const wait = LlmError.retryAfterMillis(headers, 0)
+      expect(wait).toBe(Number.MAX_SAFE_INTEGER)
+      expect(new LlmError.LlmRateLimitError({ message: "429", retryAfterMillis: wait! }).retryAfterMillis).toBe(wait)
+    }
+    expect(LlmError.retryAfterMillis({ "retry-after": "1.2" }, 0)).toBe(1200)
+    expect(LlmError.retryAfterMillis({ "retry-after-ms": "0.4" }, 0)).toBe(1)
+    expect([Infinity, -5, NaN, 2.1].map(LlmError.boundedWait)).toStrictEqual([Number.MAX_SAFE_INTEGER, 0, 0, 3])
+  })
+
   it("rejects invalid extra fields", () => {
     expect(() => new LlmError.LlmRateLimitError({ message: "m", retryAfterMillis: -1 })).toThrow()
     expect(() => decodeLlmError({ _tag: "LlmRateLimitError", code: "LLM_RATE_LIMIT", message: "m", retryAfterMillis: 1.5 }))

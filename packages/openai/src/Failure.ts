@@ -205,7 +205,8 @@ export const providerMessage = (body: string): string | undefined => reported(bo
 
 /**
  * Milliseconds to wait, from the `retry-after-ms` or `Retry-After` header (delay-seconds or an
- * HTTP date); `@dsh/llm`'s `LlmError.retryAfterMillis`, which every adapter reads them with.
+ * HTTP date), bounded to a safe integer; `@dsh/llm`'s `LlmError.retryAfterMillis`, which every
+ * adapter reads them with.
  *
  * @since 0.1.0
  * @category utils

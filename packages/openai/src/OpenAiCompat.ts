@@ -36,7 +36,7 @@
  * | `apiKey` (a `Redacted`) | the profile's `apiKeyEnv`; without one, a server that needs a key fails the Layer with `OpenAiConfigError` (`LLM_CONFIG`) saying how to set it, and one that does not gets no `Authorization` header |
  * | `baseUrl` | the profile's `baseUrlEnv`, else its `baseUrl` |
  * | `model` / `models` | the profile's `defaultModels` (names, or entries with a context window and prices) |
- * | `headers` | the profile's, these on top |
+ * | `headers` | the profile's, these on top (checked: a name or value HTTP cannot carry fails the Layer) |
  * | `thinking`, `reasoningEffort` | not sent; sent where the profile's quirks say (refused at build time when its server has no such setting) |
  * | `idleTimeout` | 60 seconds |
  * | `retry.times` / `retry.schedule` / `retry.maxRetryAfter` | 2 / exponential from 500 ms, jittered / 60 seconds |
@@ -113,7 +113,10 @@ export interface Options {
   readonly model?: string | Profile.Model
   /** The models to serve (and send as `model`); the profile's `defaultModels` when neither is given. */
   readonly models?: ReadonlyArray<string | Profile.Model>
-  /** Headers sent with every request, on top of the profile's. */
+  /**
+   * Headers sent with every request, on top of the profile's. Names must be HTTP tokens and
+   * values strings a header can carry (no line break); anything else fails the build.
+   */
   readonly headers?: Readonly<Record<string, string>>
   /** Thinking on or off; the model's default when omitted. */
   readonly thinking?: boolean
@@ -217,12 +220,80 @@ const readEnv = <A>(name: string | undefined, config: (name: string) => Config.C
     Effect.mapError(() => configError(setting, `${name} could not be read`))
   )
 
+// Whether a text may be sent as an HTTP header's name (an RFC 9110 token); a name that is not
+// one makes Node's client throw when the request is built.
+const isHeaderName = (name: string): boolean => /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)
+
+// Whether a text may be sent as an HTTP header's value: no line break or other control
+// character (a tab excepted) and nothing beyond Latin-1, which Node's client refuses by
+// throwing when the request is built.
+const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value)
+
+// A value a config file gave, as an error message quotes it (briefly: what it is).
+const shown = (value: unknown): string => {
+  if (value === null) return "null"
+  if (Array.isArray(value)) return "an array"
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
+}
+
+// Extra headers (the options' or a profile's), checked as the request will need them: a name
+// or a value Node refuses would otherwise make every request die rather than fail.
+const checkHeaders = (
+  headers: unknown,
+  setting: string,
+  where: string
+): Effect.Effect<Readonly<Record<string, string>>, OpenAiConfigError> => {
+  if (headers === undefined) return Effect.succeed({})
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) {
+    return Effect.fail(configError(setting, `${where} must be an object of header names and string values, got ${shown(headers)}`))
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (!isHeaderName(name)) {
+      return Effect.fail(configError(setting, `${where} holds a header name that is no HTTP token: ${JSON.stringify(name)}`))
+    }
+    if (typeof value !== "string") {
+      return Effect.fail(configError(setting, `${where} gives the header ${name} ${shown(value)}, not a string`))
+    }
+    if (!isHeaderValue(value)) {
+      return Effect.fail(configError(
+        setting,
+        `${where} gives the header ${name} a value an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1)`
+      ))
+    }
+  }
+  return Effect.succeed(headers as Readonly<Record<string, string>>)
+}
+
+// The key option as given: a `Redacted` holding a string (a plain string, from a config file or
+// untyped code, is refused rather than sent). What it holds is never quoted.
+const checkKeyType = (key: unknown, profile: Profile.Resolved, hint: string): Effect.Effect<void, OpenAiConfigError> =>
+  Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" ? Effect.void : Effect.fail(configError(
+    "apiKey",
+    `The ${profile.displayName} API key must be a Redacted<string> (\`apiKey: Redacted.make(key)\`), got ${
+      Redacted.isRedacted(key) ? "a Redacted holding no string" : key === null ? "null" : `a ${typeof key}`
+    }. ${hint}`
+  ))
+
+// A key goes into a header: one holding a line break (read from a file with its newline) would
+// make every request die in Node's client rather than fail.
+const checkKeyText = (
+  key: Redacted.Redacted<string>,
+  profile: Profile.Resolved,
+  hint: string
+): Effect.Effect<Redacted.Redacted<string>, OpenAiConfigError> =>
+  isHeaderValue(Redacted.value(key)) ? Effect.succeed(key) : Effect.fail(configError(
+    "apiKey",
+    `The ${profile.displayName} API key holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1: was it read with its trailing newline?). ${hint}`
+  ))
+
 const resolveKey = (
   options: Options,
   profile: Profile.Resolved,
   hint: string
 ): Effect.Effect<Redacted.Redacted<string> | undefined, OpenAiConfigError> =>
   Effect.gen(function*() {
+    if (options.apiKey !== undefined) yield* checkKeyType(options.apiKey, profile, hint)
     const fromEnv = options.apiKey === undefined ? yield* readEnv(profile.apiKeyEnv, Config.Redacted, "apiKey") : Option.none()
     const key = options.apiKey ?? Option.getOrUndefined(fromEnv)
     const empty = key !== undefined && Redacted.value(key).trim() === ""
@@ -232,7 +303,7 @@ const resolveKey = (
       return yield* configError("apiKey", `No ${profile.displayName} API key is configured. ${hint}`)
     }
     if (empty) return yield* configError("apiKey", `The ${profile.displayName} API key is empty. ${hint}`)
-    return key
+    return yield* checkKeyText(key, profile, hint)
   })
 
 const checkBaseUrl = (
@@ -240,10 +311,14 @@ const checkBaseUrl = (
   profile: Profile.Resolved,
   apiKey: Redacted.Redacted<string> | undefined
 ): Effect.Effect<string, OpenAiConfigError> => {
+  const where = profile.baseUrlEnv === undefined ? "the baseUrl option" : `${profile.baseUrlEnv} or the baseUrl option`
+  // options may come from a config file, past the types
+  if (typeof raw !== "string") {
+    return Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL must be a string, got ${shown(raw)} (set ${where}, e.g. ${profile.baseUrl})`))
+  }
   const trimmed = raw.trim().replace(/\/+$/, "")
   // a URL may carry credentials: its text is scrubbed of the key before it is quoted
   const quoted = Failure.scrub(JSON.stringify(raw), apiKey)
-  const where = profile.baseUrlEnv === undefined ? "the baseUrl option" : `${profile.baseUrlEnv} or the baseUrl option`
   let url: URL
   try {
     url = new URL(trimmed)
@@ -253,10 +328,19 @@ const checkBaseUrl = (
       `The ${profile.displayName} base URL ${quoted} is not a URL (set ${where}, e.g. ${profile.baseUrl})`
     ))
   }
-  return url.protocol === "http:" || url.protocol === "https:"
-    ? Effect.succeed(trimmed)
-    : Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL ${quoted} is not an http(s) URL (set ${where}, e.g. ${profile.baseUrl})`))
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL ${quoted} is not an http(s) URL (set ${where}, e.g. ${profile.baseUrl})`))
+  }
+  return hasQueryOrFragment(trimmed)
+    ? Effect.fail(configError(
+      "baseUrl",
+      `The ${profile.displayName} base URL ${quoted} has a query or a fragment, which the request path (${profile.path}) cannot follow (set ${where}, e.g. ${profile.baseUrl})`
+    ))
+    : Effect.succeed(trimmed)
 }
+
+// Requests go to `<baseUrl><path>`: a `?` or `#` in the base URL would swallow the path.
+const hasQueryOrFragment = (url: string): boolean => url.includes("?") || url.includes("#")
 
 const resolveModels = (
   options: Options,
@@ -264,6 +348,9 @@ const resolveModels = (
 ): Effect.Effect<{ readonly models: ReadonlyArray<string>; readonly info: ReadonlyArray<ModelInfo.ModelInfo> }, OpenAiConfigError> =>
   Effect.gen(function*() {
     const given = options.models ?? (options.model === undefined ? undefined : [options.model])
+    if (given !== undefined && !Array.isArray(given)) {
+      return yield* configError("models", `models must be an array of model names or entries, got ${shown(given)} (one model is \`model\`)`)
+    }
     const names: Array<string> = []
     const entries = new Map<string, Profile.Model>()
     for (const model of profile.models) entries.set(model.name, model)
@@ -296,6 +383,14 @@ const resolveModels = (
 
 const checkReasoning = (options: Options, profile: Profile.Resolved): Effect.Effect<void, OpenAiConfigError> => {
   const { quirks } = profile
+  // options may come from a config file, past the types
+  if (options.thinking !== undefined && typeof options.thinking !== "boolean") {
+    return Effect.fail(configError("thinking", `thinking must be true or false, got ${shown(options.thinking)}`))
+  }
+  const given: unknown = options.reasoningEffort
+  if (given !== undefined && (typeof given !== "string" || given.trim() === "")) {
+    return Effect.fail(configError("reasoningEffort", `reasoningEffort must be the name of an effort, got ${shown(given)}`))
+  }
   if (options.thinking !== undefined && quirks.thinking === "none") {
     return Effect.fail(configError(
       "thinking",
@@ -317,6 +412,15 @@ const checkReasoning = (options: Options, profile: Profile.Resolved): Effect.Eff
   ))
 }
 
+// A retry schedule given by code that is past the types is refused at build time: it would
+// otherwise make the Layer die when the adapter is made.
+const checkSchedule = (
+  schedule: Schedule.Schedule<unknown, LlmError.LlmError> | undefined
+): Effect.Effect<Schedule.Schedule<unknown, LlmError.LlmError>, OpenAiConfigError> =>
+  schedule === undefined ? Effect.succeed(defaultSchedule) : Schedule.isSchedule(schedule)
+    ? Effect.succeed(schedule)
+    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${shown(schedule)}`))
+
 /**
  * Resolves options against the environment (through the current `ConfigProvider`) and the
  * profile.
@@ -326,6 +430,10 @@ const checkReasoning = (options: Options, profile: Profile.Resolved): Effect.Eff
  */
 export const settings = (options: Options = {}, context: Context = {}): Effect.Effect<Settings, OpenAiConfigError> =>
   Effect.gen(function*() {
+    // options may come from a config file, past the types: \`null\` is not "no options"
+    if (typeof options !== "object" || options === null || Array.isArray(options)) {
+      return yield* configError("options", `The options must be an object, got ${shown(options)}`)
+    }
     const profile = yield* resolveProfile(options.profile)
     const keyHint = keyHintOf(profile, context.layer ?? "OpenAiCompat.layer")
     const apiKey = yield* resolveKey(options, profile, keyHint)
@@ -333,12 +441,14 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
     const baseUrl = yield* checkBaseUrl(options.baseUrl ?? Option.getOrElse(fromEnv, () => profile.baseUrl), profile, apiKey)
     const { info, models } = yield* resolveModels(options, profile)
     yield* checkReasoning(options, profile)
+    const profileHeaders = yield* checkHeaders(profile.headers, "profile", `The ${profile.name} profile's headers`)
+    const optionHeaders = yield* checkHeaders(options.headers, "headers", "The headers option")
     return {
       profile,
       apiKey,
       baseUrl,
       endpoint: `${baseUrl}${profile.path}`,
-      headers: { ...profile.headers, ...options.headers },
+      headers: { ...profileHeaders, ...optionHeaders },
       models,
       info,
       thinking: options.thinking,
@@ -346,7 +456,7 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
       idleTimeout: yield* checked("idleTimeout", AdapterSettings.duration("idleTimeout", options.idleTimeout ?? "60 seconds", "positive")),
       retry: {
         times: yield* checked("retry", AdapterSettings.retryCount("retry.times", options.retry?.times ?? 2)),
-        schedule: options.retry?.schedule ?? defaultSchedule,
+        schedule: yield* checkSchedule(options.retry?.schedule),
         maxRetryAfter: yield* checked(
           "retry",
           AdapterSettings.duration("retry.maxRetryAfter", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative")
