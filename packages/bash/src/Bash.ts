@@ -11,7 +11,8 @@
  *   SIGKILL after a short grace — before `run` returns.
  * - **A non-zero exit is a result**, not a failure: {@link ExitStatus} carries the exit code,
  *   or the signal that ended the shell. `CommandFailedError` (`COMMAND_FAILED`) is for a
- *   command that could not be started (no shell, no such working directory) or watched; a
+ *   command that could not be started (no shell, no such working directory, options that got
+ *   past the types) or watched; a
  *   timeout is `ToolTimeoutError` (`TOOL_TIMEOUT`) after the group was killed, its message
  *   holding the output so far.
  * - **Output is bounded**: {@link Output} keeps the head and the tail of what the command
@@ -55,7 +56,10 @@ export interface CommandOptions {
  * @category models
  */
 export interface RunOptions extends CommandOptions {
-  /** How long it may run before its group is killed (`TOOL_TIMEOUT`). Defaults to the backend's, capped at its maximum. */
+  /**
+   * How long it may run before its group is killed (`TOOL_TIMEOUT`). Defaults to the backend's,
+   * capped at its maximum; one that is no duration above zero is `COMMAND_FAILED`.
+   */
   readonly timeout?: Duration.Input | undefined
 }
 
@@ -170,7 +174,7 @@ export interface WaitResult extends JobOutput {
  * @category models
  */
 export interface WaitOptions {
-  /** Defaults to the backend's command timeout, capped at its maximum. */
+  /** Defaults to the backend's command timeout, capped at its maximum; zero (or less, or no duration) reads at once. */
   readonly timeout?: Duration.Input | undefined
 }
 

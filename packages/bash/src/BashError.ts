@@ -12,8 +12,10 @@ import * as Schema from "effect/Schema"
 /**
  * A command could not be started or watched: the shell is missing, the working directory does
  * not exist or is not a directory, the command or a variable holds a NUL character, a variable's
- * name is empty or holds `=`, spawning failed. The message says which, naming the command's
- * working directory.
+ * name is empty or holds `=`, an option got past the types (a command that is not a string, a
+ * timeout that is no duration above zero), spawning failed. The message says which, naming the
+ * command's working directory. `BashLocal`'s Layer fails with it too, for settings that cannot
+ * be used (`command` is then empty).
  *
  * @since 0.1.0
  * @category errors

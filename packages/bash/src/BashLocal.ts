@@ -21,6 +21,7 @@
  *
  * @since 0.1.0
  */
+import { AdapterSettings } from "@dsh/llm"
 import { ToolContext, ToolErrors } from "@dsh/tools"
 import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
@@ -35,25 +36,30 @@ import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
+import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { ChildProcessSpawner } from "effect/process"
 import { tmpdir } from "node:os"
 import * as Bash from "./Bash.ts"
-import { JobNotFoundError } from "./BashError.ts"
+import { CommandFailedError, JobNotFoundError } from "./BashError.ts"
 import * as BashEvents from "./BashEvents.ts"
+import { callProblem, settingsProblems } from "./internal/checks.ts"
 import * as Jobs from "./internal/jobs.ts"
 import * as Output from "./internal/output.ts"
-import { chunksOf, commandFailed, exitStatusOf, type Settings, spawn } from "./internal/process.ts"
+import { chunksOf, commandFailed, exitStatusOf, refused, type Settings, spawn } from "./internal/process.ts"
 
 /**
- * The local backend's settings. Every one has a default.
+ * The local backend's settings. Every one has a default. Settings that cannot be used (a
+ * timeout or grace that is no duration, a zero timeout, an empty shell, an environment
+ * variable name holding `=`) fail the backend's construction with `CommandFailedError`
+ * (`COMMAND_FAILED`) naming each.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options {
-  /** The shell, run as `<shell> -c <command>`. Defaults to `bash`. */
+  /** The shell, run as `<shell> -c <command>` (`-c -- <command>` for a command that begins with `-` or `+`). Defaults to `bash`. */
   readonly shell?: string | undefined
   /** The working directory of commands without one, and the base of relative ones. Defaults to the process's. */
   readonly cwd?: string | undefined
@@ -122,9 +128,22 @@ const settingsOf = (options: Options, path: Path.Path): Settings => ({
   eventBudget: countOr(options.jobEvents?.budget, defaults.eventBudget, 0)
 })
 
+/** Settings that cannot be used, as the failure of the backend's construction naming each. */
+const invalidSettings = (options: Options | null, problems: ReadonlyArray<string>): CommandFailedError =>
+  new CommandFailedError({
+    command: "",
+    cwd: typeof options?.cwd === "string" ? options.cwd : process.cwd(),
+    message: `The bash backend's settings are invalid: ${problems.join("; ")}`
+  })
+
+// A wait's timeout past the types: zero, a negative one or no duration at all reads at once.
+const waitTimeoutOf = (input: Duration.Input): Duration.Duration =>
+  Result.getOrElse(AdapterSettings.duration("timeout", input, "non-negative"), () => Duration.zero)
+
 /**
  * The backend on any `ChildProcessSpawner` (and the `FileSystem` and `Path` for spill files
- * and working directories). Jobs outside an agent end with the given scope.
+ * and working directories). Jobs outside an agent end with the given scope. Settings that
+ * cannot be used fail it with `CommandFailedError`, naming each.
  *
  * @since 0.1.0
  * @category constructors
@@ -133,13 +152,15 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<
   Bash.Bash["Service"],
-  never,
+  CommandFailedError,
   ChildProcessSpawner.ChildProcessSpawner | FileSystem.FileSystem | Path.Path | Scope.Scope
 > =>
   Effect.gen(function*() {
     const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
+    const problems = settingsProblems(options)
+    if (problems.length > 0) return yield* invalidSettings(options, problems)
     const settings = settingsOf(options, path)
     const layerOwner: Jobs.Owner = {
       label: "this Bash layer (outside an agent)",
@@ -158,7 +179,14 @@ export const make = (
       })
     )
 
-    const cwdOf = (cwd: string | undefined) => (cwd === undefined ? settings.cwd : path.resolve(settings.cwd, cwd))
+    // a cwd that is no string (past the types) is refused by `callProblem`; the layer's is named
+    const cwdOf = (cwd: unknown) => (typeof cwd === "string" ? path.resolve(settings.cwd, cwd) : settings.cwd)
+
+    /** The call's options, refused as `COMMAND_FAILED` when they cannot be used (past the types). */
+    const checked = (options: Bash.CommandOptions | Bash.RunOptions) => {
+      const problem = callProblem(options)
+      return problem === undefined ? Effect.void : Effect.fail(refused(options, cwdOf(options?.cwd), problem))
+    }
 
     const capped = (timeout: Duration.Input | undefined) =>
       Duration.min(durationOr(timeout, settings.timeout), settings.maxTimeout)
@@ -176,6 +204,7 @@ export const make = (
 
     const run = (options: Bash.RunOptions): Effect.Effect<Bash.CommandResult, Bash.RunError> =>
       Effect.scoped(Effect.gen(function*() {
+        yield* checked(options)
         const cwd = cwdOf(options.cwd)
         const timeout = capped(options.timeout)
         const started = yield* Clock.currentTimeMillis
@@ -235,6 +264,7 @@ export const make = (
 
     const start = (options: Bash.StartOptions): Effect.Effect<Bash.Job, Bash.StartError> =>
       Effect.uninterruptible(Effect.gen(function*() {
+        yield* checked(options)
         const owner = yield* ownerOf
         const cwd = cwdOf(options.cwd)
         const processScope = yield* Scope.make()
@@ -283,12 +313,12 @@ export const make = (
       Effect.gen(function*() {
         const call = yield* ToolContext.current
         const owner = Option.isNone(call) ? layerOwner : agentOwners.get(call.value.agentId)
-        const job = owner?.jobs.get(jobId)
+        const job = typeof jobId === "string" ? owner?.jobs.get(jobId) : undefined
         if (job !== undefined) return job
         const known = owner === undefined ? [] : [...owner.jobs.keys()]
         const label = owner?.label ?? "this agent"
         return yield* new JobNotFoundError({
-          jobId,
+          jobId: String(jobId),
           known,
           message: known.length === 0
             ? `No background job "${jobId}": ${label} has started none`
@@ -301,7 +331,8 @@ export const make = (
     const wait = (jobId: string, options?: Bash.WaitOptions) =>
       Effect.gen(function*() {
         const job = yield* find(jobId)
-        const ended = yield* Effect.timeoutOption(Deferred.await(job.ended), capped(options?.timeout))
+        const timeout = options?.timeout === undefined ? capped(undefined) : capped(waitTimeoutOf(options.timeout))
+        const ended = yield* Effect.timeoutOption(Deferred.await(job.ended), timeout)
         return { ...Jobs.take(job), timedOut: Option.isNone(ended) }
       })
 
@@ -323,20 +354,21 @@ export const make = (
 const NodePlatform = NodeChildProcessSpawner.layer.pipe(Layer.provideMerge(Layer.merge(NodeFileSystem.layer, NodePath.layer)))
 
 /**
- * The local backend on Node, with these settings.
+ * The local backend on Node, with these settings; settings that cannot be used fail it with
+ * `CommandFailedError` (`COMMAND_FAILED`), naming each.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerWith = (options: Options): Layer.Layer<Bash.Bash> =>
+export const layerWith = (options: Options): Layer.Layer<Bash.Bash, CommandFailedError> =>
   Layer.effect(Bash.Bash, make(options)).pipe(Layer.provide(NodePlatform))
 
 /**
  * The local backend on Node with the default settings: `bash`, the process's working
  * directory and environment, a 2-minute timeout (10 at most), 30,000 characters of output,
- * spill files in the OS temp directory.
+ * spill files in the OS temp directory. It cannot fail.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Bash.Bash> = layerWith({})
+export const layer: Layer.Layer<Bash.Bash> = layerWith({}).pipe(Layer.orDie)

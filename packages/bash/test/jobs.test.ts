@@ -120,6 +120,21 @@ describe("background jobs", () => {
       expect(isGone(pid)).toBe(true)
     }).pipe(Effect.provide(Layer_)))
 
+  it.live("a wait's timeout of zero, below zero or no duration reads at once; a job id that is no string is not found", () =>
+    Effect.gen(function*() {
+      const report = yield* reporter
+      const service = yield* bash
+      const job = yield* service.start({ command: reportTo(report, grandchild) })
+      yield* report.line
+      for (const timeout of [0, -5, Number.NaN, "soon"]) {
+        const waited = yield* service.wait(job.id, { timeout: timeout as Bash.WaitOptions["timeout"] })
+        expect(waited).toMatchObject({ timedOut: true, job: { status: { _tag: "Running" } } })
+      }
+      const notFound = yield* service.output(5 as unknown as string).pipe(Effect.flip)
+      expect(notFound).toMatchObject({ _tag: "JobNotFoundError", code: "JOB_NOT_FOUND", jobId: "5", known: [job.id] })
+      yield* service.kill(job.id)
+    }).pipe(Effect.provide(Layer_)))
+
   it.live("a job belongs to its agent: others do not see it, and an unknown id is JOB_NOT_FOUND naming the caller's jobs", () =>
     Effect.gen(function*() {
       const session = yield* newSession
@@ -211,6 +226,26 @@ describe("background jobs", () => {
         ])
         yield* Scope.close(agentScope, Exit.void)
       }).pipe(Effect.provide(Limited))
+    }))
+
+  it.live("the events' budget ends on a whole character: no half of a surrogate pair is logged", () =>
+    Effect.gen(function*() {
+      yield* Effect.gen(function*() {
+        const session = yield* newSession
+        const agentScope = yield* Scope.make()
+        const call = asCall(session, agentScope)
+        const service = yield* bash
+        // "a", then U+1F600 (two UTF-16 code units), then "b": a budget of 2 ends inside the pair
+        const job = yield* service.start({ command: "printf 'a\\xf0\\x9f\\x98\\x80b'" }).pipe(call)
+        const waited = yield* service.wait(job.id).pipe(call)
+        expect(waited.output.text).toBe("a\u{1F600}b")
+        const events = yield* session.events
+        expect(dataOf(events, BashEvents.JobOutput).map((data) => data.text)).toStrictEqual(["a"])
+        expect(dataOf(events, BashEvents.JobExited)).toStrictEqual([
+          { jobId: job.id, exitCode: 0, signal: null, outputChars: 4 }
+        ])
+        yield* Scope.close(agentScope, Exit.void)
+      }).pipe(Effect.provide(Layer.mergeAll(BashLocal.layerWith({ jobEvents: { budget: 2 } }), Sessions)))
     }))
 
   it.live("a job that cannot start is COMMAND_FAILED and leaves no job behind", () =>

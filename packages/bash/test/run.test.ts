@@ -5,9 +5,9 @@
  */
 import { Bash, BashLocal } from "@dsh/bash"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { copyTo, grandchild, isGone, reporter, reportTo, tempDir } from "./helpers.ts"
 
@@ -93,6 +93,85 @@ describe("Bash.run", () => {
       expect(yield* Bash.Bash.use((bash) => bash.jobs)).toStrictEqual([])
       // a value may hold anything but NUL
       expect((yield* run({ command: "echo \"[$A]\"", env: { A: "B=x y" } })).output.text).toBe("[B=x y]\n")
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("options past the types are COMMAND_FAILED saying which, never a defect, and nothing runs", () =>
+    Effect.gen(function*() {
+      const refused = (options: unknown) =>
+        Effect.flip(Bash.Bash.use((bash) => bash.run(options as Bash.RunOptions))).pipe(
+          Effect.map((error) => ({ tag: error._tag, code: error.code, message: error.message }))
+        )
+      const failed = (problem: string) => ({
+        tag: "CommandFailedError",
+        code: "COMMAND_FAILED",
+        message: `The command could not be started: ${problem}`
+      })
+      expect(yield* refused({ command: 42 })).toStrictEqual(failed("the command must be a string, got 42"))
+      expect(yield* refused(undefined)).toStrictEqual(
+        failed("the options must be an object with a command, got undefined")
+      )
+      expect(yield* refused({ command: "pwd", cwd: 5 })).toStrictEqual(failed("the working directory must be a path, got 5"))
+      expect(yield* refused({ command: "echo $A", env: { A: 1 } })).toStrictEqual(failed("env.A must be a string, got 1"))
+      expect(yield* refused({ command: "echo $A", env: "A=1" })).toStrictEqual(
+        failed(`env must be an object of variables, got "A=1"`)
+      )
+      expect(yield* refused({ command: "true", timeout: 0 })).toStrictEqual(failed("timeout must be longer than zero, got 0"))
+      expect(yield* refused({ command: "true", timeout: -1 })).toStrictEqual(failed("timeout must be longer than zero, got -1ms"))
+      expect(yield* refused({ command: "true", timeout: Number.NaN })).toStrictEqual(
+        failed(`timeout must be a duration ("30 seconds", a number of milliseconds), got NaN`)
+      )
+      expect(yield* refused({ command: "true", timeout: "soon" })).toStrictEqual(
+        failed(`timeout must be a duration ("30 seconds", a number of milliseconds), got "soon"`)
+      )
+      // a job is refused the same way, and none is left behind
+      const job = yield* Bash.Bash.use((bash) => bash.start({ command: ["ls"] } as unknown as Bash.StartOptions)).pipe(Effect.flip)
+      expect(job.message).toBe(`The command could not be started: the command must be a string, got ["ls"]`)
+      expect(yield* Bash.Bash.use((bash) => bash.jobs)).toStrictEqual([])
+    }).pipe(Effect.provide(BashLocal.layer)))
+
+  it.live("settings that cannot be used fail the backend's construction with COMMAND_FAILED naming each", () =>
+    Effect.gen(function*() {
+      const options = {
+        shell: "",
+        env: { PATH: "/bin", "A=B": "x" },
+        timeout: -1,
+        killGrace: "a while",
+        drainGrace: Number.NaN,
+        jobEvents: { interval: 0 }
+      } as unknown as BashLocal.Options
+      const error = yield* Effect.flip(Layer.build(BashLocal.layerWith(options)))
+      expect(error).toMatchObject({ _tag: "CommandFailedError", code: "COMMAND_FAILED" })
+      expect(error.message).toBe(
+        "The bash backend's settings are invalid: " + [
+          `shell must be the name or path of a shell, got ""`,
+          `the environment variable name "A=B" is not valid (a name is not empty and holds no "=")`,
+          "timeout must be longer than zero, got -1ms",
+          `killGrace must be a duration ("30 seconds", a number of milliseconds), got "a while"`,
+          `drainGrace must be a duration ("30 seconds", a number of milliseconds), got NaN`,
+          "jobEvents.interval must be longer than zero, got 0"
+        ].join("; ")
+      )
+      // a command run on it fails the same way: the program never gets a backend
+      const run_ = yield* run({ command: "true" }).pipe(Effect.provide(BashLocal.layerWith({ maxTimeout: 0 })), Effect.flip)
+      expect(run_.code).toBe("COMMAND_FAILED")
+      expect(run_.message).toBe("The bash backend's settings are invalid: maxTimeout must be longer than zero, got 0")
+    }).pipe(Effect.scoped))
+
+  it.live("a command that begins with - or + is the command, not options of the shell", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-dash-")
+      for (const name of ["-greet", "+greet"]) {
+        writeFileSync(join(dir, name), `#!/bin/sh\necho "${name} ran: $*"\n`)
+        chmodSync(join(dir, name), 0o755)
+      }
+      const env = { PATH: `${dir}:${process.env["PATH"]}` }
+      expect(yield* run({ command: "-greet --version", env })).toMatchObject({
+        exitCode: 0,
+        output: { text: "-greet ran: --version\n" }
+      })
+      expect((yield* run({ command: "+greet", env })).output.text).toBe("+greet ran: \n")
+      // an option of the shell's own is a command too, which the shell does not find
+      expect(yield* run({ command: "--version" })).toMatchObject({ exitCode: 127 })
     }).pipe(Effect.provide(BashLocal.layer)))
 
   it.live("stdin is closed: a command reading it gets end-of-file instead of hanging", () =>

@@ -122,11 +122,23 @@ export const flush = (log: EventLog): Effect.Effect<void> =>
     )
   })
 
-/** Queues output for the log, within the job's budget; a full event's worth is logged at once. */
+/** At most `size` characters of the start of `text`, never ending inside a surrogate pair. */
+const headOf = (text: string, size: number): string => {
+  if (text.length <= size) return text
+  const head = text.slice(0, size)
+  const last = head.charCodeAt(head.length - 1)
+  return last >= 0xd800 && last <= 0xdbff ? head.slice(0, -1) : head
+}
+
+/**
+ * Queues output for the log, within the job's budget (the budget ends at a whole character,
+ * and once it cuts a chunk nothing more is logged); a full event's worth is logged at once.
+ */
 const queue = (log: EventLog, chunk: Chunk): Effect.Effect<void> => {
   if (log.budget <= 0 || chunk.text.length === 0) return Effect.void
-  const text = chunk.text.slice(0, log.budget)
-  log.budget -= text.length
+  const text = headOf(chunk.text, log.budget)
+  log.budget = text.length < chunk.text.length ? 0 : log.budget - text.length
+  if (text.length === 0) return Effect.void
   const last = log.pending.at(-1)
   if (last !== undefined && last.stream === chunk.stream) last.text += text
   else log.pending.push({ stream: chunk.stream, text })

@@ -32,9 +32,17 @@ export interface Settings {
   readonly eventBudget: number
 }
 
+/**
+ * The shell's arguments: `-c <command>`, and `--` before a command that begins with `-` or `+`,
+ * which the shell would otherwise take for its own options (`bash -c "-x"` is "option requires
+ * an argument", not the command `-x`).
+ */
+export const shellArgs = (command: string): ReadonlyArray<string> =>
+  command.startsWith("-") || command.startsWith("+") ? ["-c", "--", command] : ["-c", command]
+
 /** The shell running `command` in `cwd`: its own process group, no stdin, the layer's environment under the call's. */
 export const commandOf = (settings: Settings, options: Bash.CommandOptions, cwd: string): ChildProcess.Command =>
-  ChildProcess.make(settings.shell, ["-c", options.command], {
+  ChildProcess.make(settings.shell, shellArgs(options.command), {
     cwd,
     env: { ...settings.env, ...options.env },
     extendEnv: false,
@@ -128,32 +136,27 @@ export const commandFailed = (
     cause: error
   })
 
-// An environment entry is `name=value`: a name that is empty or holds "=" would set another
-// variable than the one named (`{"A=B": "x"}` is `A` set to `B=x`), so it is refused.
-const badEnvName = (env: Bash.CommandOptions["env"]): string | undefined =>
-  Object.keys(env ?? {}).find((name) => name === "" || name.includes("="))
+/** Options refused before anything ran, past the types: the command's fields may be anything. */
+export const refused = (options: unknown, cwd: string, problem: string): CommandFailedError => {
+  const command = (options as { readonly command?: unknown } | null | undefined)?.command
+  return new CommandFailedError({
+    command: typeof command === "string" ? command : HarnessError.describe(command),
+    cwd,
+    message: `The command could not be started: ${problem}`
+  })
+}
 
-/** Spawns the command in the current scope; any failure to start, thrown or not, is `COMMAND_FAILED`. */
+/**
+ * Spawns the command in the current scope (its options checked already: see `callProblem`);
+ * any failure to start, thrown or not, is `COMMAND_FAILED`.
+ */
 export const spawn = (
   spawner: ChildProcessSpawner.ChildProcessSpawner["Service"],
   settings: Settings,
   options: Bash.CommandOptions,
   cwd: string
-): Effect.Effect<ChildProcessSpawner.ChildProcessHandle, CommandFailedError, Scope.Scope> => {
-  const bad = badEnvName(options.env)
-  if (bad !== undefined) {
-    return Effect.fail(
-      new CommandFailedError({
-        command: options.command,
-        cwd,
-        message: `The command could not be started: the environment variable name ${
-          JSON.stringify(bad)
-        } is not valid (a name is not empty and holds no "=")`
-      })
-    )
-  }
-  return spawner.spawn(commandOf(settings, options, cwd)).pipe(
+): Effect.Effect<ChildProcessSpawner.ChildProcessHandle, CommandFailedError, Scope.Scope> =>
+  spawner.spawn(commandOf(settings, options, cwd)).pipe(
     Effect.catchDefect((defect) => Effect.fail(defect)),
     Effect.mapError((error) => commandFailed(error, { command: options.command, cwd, shell: settings.shell, doing: "started" }))
   )
-}
