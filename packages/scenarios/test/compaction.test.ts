@@ -582,4 +582,14 @@ describe("#18 options are checked when the agent is created", () => {
         expect(error.message).toContain(`compaction.${name}`)
       }
     }).pipe(Effect.provide(TestLayer())))
+
+  it.effect("a setting inside prune it does not know, and a summary budget that fills the window, are INVALID_INPUT", () =>
+    Effect.gen(function*() {
+      const unknown = yield* Effect.flip(create({ compaction: { prune: { minChars: 10, minchars: 5 } as never } }))
+      expect(unknown).toMatchObject({ code: "INVALID_INPUT" })
+      expect(unknown.message).toContain("compaction.prune.minchars is not a prune setting")
+      const budget = yield* Effect.flip(create({ compaction: { contextWindow: 1_000, maxSummaryTokens: 1_000 } }))
+      expect(budget.message).toContain("compaction.maxSummaryTokens (1000) must be below compaction.contextWindow (1000)")
+      yield* create({ compaction: { contextWindow: 1_000, maxSummaryTokens: 999 } })
+    }).pipe(Effect.scoped, Effect.provide(TestLayer())))
 })

@@ -172,8 +172,11 @@ export const prunable = (
     if (event.type === "tool/call") tools.set(event.data.callId, event.data.name)
     if (event.type !== "tool/result" || event.seq <= summarizedThrough || done.has(event.seq)) continue
     const chars = charsOfContent(event.data.content)
-    if (chars < options.minChars) continue
-    out.push({ seq: event.seq, callId: event.data.callId, tool: tools.get(event.data.callId) ?? "unknown", chars })
+    if (chars <= options.minChars) continue
+    const result = { seq: event.seq, callId: event.data.callId, tool: tools.get(event.data.callId) ?? "unknown", chars }
+    // a stub as long as the result saves nothing (a `minChars` below the stub's own length)
+    if (chars <= Derivation.prunedText(result).length) continue
+    out.push(result)
   }
   return out
 }

@@ -130,6 +130,15 @@ describe("Compaction planning", () => {
     expect(Compaction.prunable(after, { keepTurns: 1, minChars: 1000 }).map((r) => r.callId)).toStrictEqual([id(3)])
   })
 
+  it("prunable lists only results larger than minChars and longer than their stub", () => {
+    const events = toEvents(turns(4, 3000))
+    expect(Compaction.prunable(events, { keepTurns: 1, minChars: 3000 })).toStrictEqual([])
+    expect(Compaction.prunable(events, { keepTurns: 1, minChars: 2999 })).toHaveLength(3)
+    // a result shorter than the stub that would stand for it is never replaced, whatever minChars says
+    const small = toEvents(turns(4, 40))
+    expect(Compaction.prunable(small, { keepTurns: 1, minChars: 0 })).toStrictEqual([])
+  })
+
   it("sizes: characters of content, histories and events, as tokens", () => {
     expect(Compaction.charsOfContent([Content.text("abcd"), Content.image("image/png", "…")])).toBe(4 + 4000)
     expect(Compaction.tokensOf(9)).toBe(3)

@@ -62,7 +62,14 @@ export const problemsOf = (options: Agent.CompactionOptions | undefined): Readon
   positive("maxSummaryTokens", maxSummaryTokens, 1)
   if (prune !== undefined && prune !== false) {
     if (typeof prune !== "object" || prune === null || Array.isArray(prune)) out.push(`compaction.prune must be false or { minChars }, got ${HarnessError.describe(prune)}`)
-    else positive("prune.minChars", prune.minChars, 0)
+    else {
+      for (const key of Object.keys(prune)) if (key !== "minChars") out.push(`compaction.prune.${key} is not a prune setting (only minChars is)`)
+      positive("prune.minChars", prune.minChars, 0)
+    }
+  }
+  // with the window given, a summary budget that fills it could never make room
+  if (Number.isSafeInteger(contextWindow) && Number.isSafeInteger(maxSummaryTokens) && maxSummaryTokens! >= contextWindow!) {
+    out.push(`compaction.maxSummaryTokens (${maxSummaryTokens}) must be below compaction.contextWindow (${contextWindow})`)
   }
   if (model !== undefined && (typeof model !== "string" || model === "")) out.push("compaction.model must be a model name")
   if (prompt !== undefined && (typeof prompt !== "string" || prompt.trim() === "")) out.push("compaction.prompt must be non-empty text")
