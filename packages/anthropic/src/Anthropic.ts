@@ -220,19 +220,6 @@ const readBaseUrl: Effect.Effect<string, AnthropicConfigError> = Config.option(C
   Effect.map(Option.getOrElse(() => defaultBaseUrl))
 )
 
-// Whether a text may be sent as an HTTP header's value (no line break or other control
-// character but a tab, nothing beyond Latin-1): Node's client throws when the request is built
-// on anything else, so every request would die rather than fail.
-const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value)
-
-// A value a config file gave, as an error message quotes it (briefly: what it is).
-const shown = (value: unknown): string => {
-  if (value === null) return "null"
-  if (Array.isArray(value)) return "an array"
-  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
-}
-
 // The key option as given: a `Redacted` holding a string (a plain string, from a config file or
 // untyped code, is refused rather than sent). What it holds is never quoted.
 const checkKeyType = (key: unknown): Effect.Effect<Redacted.Redacted<string>, AnthropicConfigError> =>
@@ -250,7 +237,7 @@ const checkKeyType = (key: unknown): Effect.Effect<Redacted.Redacted<string>, An
 const checkKeyText = (key: Redacted.Redacted<string>): Effect.Effect<Redacted.Redacted<string>, AnthropicConfigError> => {
   const text = Redacted.value(key)
   if (text.trim() === "") return Effect.fail(configError("apiKey", `The Anthropic API key is empty. ${keyHint}`))
-  return isHeaderValue(text) ? Effect.succeed(key) : Effect.fail(configError(
+  return AdapterSettings.isHeaderValue(text) ? Effect.succeed(key) : Effect.fail(configError(
     "apiKey",
     `The Anthropic API key holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1: was it read with its trailing newline?). ${keyHint}`
   ))
@@ -264,7 +251,7 @@ const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Ef
   if (typeof raw !== "string") {
     return Effect.fail(configError(
       "baseUrl",
-      `The Anthropic base URL must be a string, got ${shown(raw)} (set ANTHROPIC_BASE_URL or the baseUrl option, e.g. ${defaultBaseUrl})`
+      `The Anthropic base URL must be a string, got ${AdapterSettings.shown(raw)} (set ANTHROPIC_BASE_URL or the baseUrl option, e.g. ${defaultBaseUrl})`
     ))
   }
   const trimmed = raw.trim().replace(/\/+$/, "")
@@ -300,11 +287,11 @@ const checkThinking = (
   const given: unknown = thinking
   if (given === undefined || given === "adaptive" || given === "disabled") return Effect.succeed(thinking)
   if (typeof given !== "object" || given === null || Array.isArray(given)) {
-    return Effect.fail(configError("thinking", `thinking must be "adaptive", "disabled" or { budgetTokens }, got ${shown(given)}`))
+    return Effect.fail(configError("thinking", `thinking must be "adaptive", "disabled" or { budgetTokens }, got ${AdapterSettings.shown(given)}`))
   }
   const budget: unknown = (given as { readonly budgetTokens?: unknown }).budgetTokens
   if (!isPositiveInt(budget)) {
-    return Effect.fail(configError("thinking", `thinking.budgetTokens must be a positive whole number, got ${shown(budget)}`))
+    return Effect.fail(configError("thinking", `thinking.budgetTokens must be a positive whole number, got ${AdapterSettings.shown(budget)}`))
   }
   // the API refuses a budget that is not below max_tokens
   return maxTokens !== undefined && budget >= maxTokens
@@ -313,12 +300,12 @@ const checkThinking = (
 }
 
 const checkModels = (models: unknown): Effect.Effect<ReadonlyArray<string>, AnthropicConfigError> => {
-  if (!Array.isArray(models)) return Effect.fail(configError("models", `models must be an array of model names, got ${shown(models)}`))
+  if (!Array.isArray(models)) return Effect.fail(configError("models", `models must be an array of model names, got ${AdapterSettings.shown(models)}`))
   if (models.length === 0) return Effect.fail(configError("models", "The Anthropic adapter must serve at least one model name"))
   const wrong = models.find((model) => typeof model !== "string" || model.trim() === "")
   return wrong === undefined
     ? Effect.succeed(models as ReadonlyArray<string>)
-    : Effect.fail(configError("models", `A model name must be a non-empty string, got ${shown(wrong)}`))
+    : Effect.fail(configError("models", `A model name must be a non-empty string, got ${AdapterSettings.shown(wrong)}`))
 }
 
 const decodeInfo = Schema.decodeUnknownEffect(Schema.Array(ModelInfo.ModelInfo))
@@ -330,30 +317,30 @@ const checkInfo = (info: unknown): Effect.Effect<ReadonlyArray<ModelInfo.ModelIn
 
 // A header's text: the version, each beta.
 const checkHeaderText = (setting: string, what: string, value: unknown): Effect.Effect<string, AnthropicConfigError> =>
-  typeof value === "string" && value.trim() !== "" && isHeaderValue(value)
+  typeof value === "string" && value.trim() !== "" && AdapterSettings.isHeaderValue(value)
     ? Effect.succeed(value)
     : Effect.fail(configError(
       setting,
       typeof value === "string" && value.trim() !== ""
         ? `${what} holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1)`
-        : `${what} must be a non-empty string, got ${shown(value)}`
+        : `${what} must be a non-empty string, got ${AdapterSettings.shown(value)}`
     ))
 
 const checkBetas = (betas: unknown): Effect.Effect<ReadonlyArray<string>, AnthropicConfigError> => {
   if (betas === undefined) return Effect.succeed([])
-  if (!Array.isArray(betas)) return Effect.fail(configError("betas", `betas must be an array of beta names, got ${shown(betas)}`))
+  if (!Array.isArray(betas)) return Effect.fail(configError("betas", `betas must be an array of beta names, got ${AdapterSettings.shown(betas)}`))
   return Effect.forEach(betas, (beta: unknown) => checkHeaderText("betas", "A beta name", beta))
 }
 
 const checkEffort = (effort: unknown): Effect.Effect<string | undefined, AnthropicConfigError> =>
   effort === undefined || (typeof effort === "string" && effort.trim() !== "")
     ? Effect.succeed(effort)
-    : Effect.fail(configError("effort", `effort must be the name of an effort ("low", "medium", "high", …), got ${shown(effort)}`))
+    : Effect.fail(configError("effort", `effort must be the name of an effort ("low", "medium", "high", …), got ${AdapterSettings.shown(effort)}`))
 
 const checkPromptCache = (cache: unknown): Effect.Effect<PromptCache, AnthropicConfigError> =>
   cache === undefined ? Effect.succeed("5m") : cache === "5m" || cache === "1h" || cache === "off"
     ? Effect.succeed(cache)
-    : Effect.fail(configError("promptCache", `promptCache must be "5m", "1h" or "off", got ${shown(cache)}`))
+    : Effect.fail(configError("promptCache", `promptCache must be "5m", "1h" or "off", got ${AdapterSettings.shown(cache)}`))
 
 // A retry schedule given by code that is past the types is refused at build time: it would
 // otherwise make the Layer die when the adapter is made.
@@ -362,7 +349,7 @@ const checkSchedule = (
 ): Effect.Effect<Schedule.Schedule<unknown, LlmError.LlmError>, AnthropicConfigError> =>
   schedule === undefined ? Effect.succeed(defaultSchedule) : Schedule.isSchedule(schedule)
     ? Effect.succeed(schedule)
-    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${shown(schedule)}`))
+    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${AdapterSettings.shown(schedule)}`))
 
 /**
  * Resolves options against the environment (through the current `ConfigProvider`).
@@ -374,13 +361,13 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Anthrop
   Effect.gen(function*() {
     // options may come from a config file, past the types: \`null\` is not "no options"
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
-      return yield* configError("options", `The options must be an object, got ${shown(options)}`)
+      return yield* configError("options", `The options must be an object, got ${AdapterSettings.shown(options)}`)
     }
     const apiKey = yield* checkKeyText(options.apiKey === undefined ? yield* readApiKey : yield* checkKeyType(options.apiKey))
     const baseUrl = yield* checkBaseUrl(options.baseUrl ?? (yield* readBaseUrl), apiKey)
     const models = yield* checkModels(options.models ?? Models.names)
     if (options.maxTokens !== undefined && !isPositiveInt(options.maxTokens)) {
-      return yield* configError("maxTokens", `maxTokens must be a positive whole number, got ${shown(options.maxTokens)}`)
+      return yield* configError("maxTokens", `maxTokens must be a positive whole number, got ${AdapterSettings.shown(options.maxTokens)}`)
     }
     const given = new Map((yield* checkInfo(options.info)).map((entry) => [entry.name, entry]))
     const info = models.flatMap((model) => {

@@ -43,3 +43,37 @@ export const retryCount = (name: string, times: unknown): Result.Result<number, 
   typeof times === "number" && Number.isFinite(times) && times >= 0
     ? Result.succeed(Math.floor(times))
     : Result.fail(`${name} must be a whole number of retries, 0 or more, got ${JSON.stringify(times) ?? String(times)}`)
+
+/**
+ * Whether a text may be sent as an HTTP header's name (an RFC 9110 token). Node's client throws
+ * when a request is built with any other, so an adapter checks its headers when its Layer is
+ * built instead of letting every request die.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const isHeaderName = (name: string): boolean => /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)
+
+/**
+ * Whether a text may be sent as an HTTP header's value: no line break or other control
+ * character (a tab excepted) and nothing beyond Latin-1, which Node's client refuses by throwing
+ * when a request is built (a key read from a file with its newline, say).
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value)
+
+/**
+ * A setting's value as a config error quotes it: briefly, and what it is rather than all of it
+ * (`null`, `an array`, a string cut at 80 characters, `a value of type object`).
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const shown = (value: unknown): string => {
+  if (value === null) return "null"
+  if (Array.isArray(value)) return "an array"
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
+}

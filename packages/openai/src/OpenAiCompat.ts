@@ -220,23 +220,6 @@ const readEnv = <A>(name: string | undefined, config: (name: string) => Config.C
     Effect.mapError(() => configError(setting, `${name} could not be read`))
   )
 
-// Whether a text may be sent as an HTTP header's name (an RFC 9110 token); a name that is not
-// one makes Node's client throw when the request is built.
-const isHeaderName = (name: string): boolean => /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)
-
-// Whether a text may be sent as an HTTP header's value: no line break or other control
-// character (a tab excepted) and nothing beyond Latin-1, which Node's client refuses by
-// throwing when the request is built.
-const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value)
-
-// A value a config file gave, as an error message quotes it (briefly: what it is).
-const shown = (value: unknown): string => {
-  if (value === null) return "null"
-  if (Array.isArray(value)) return "an array"
-  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
-}
-
 // Extra headers (the options' or a profile's), checked as the request will need them: a name
 // or a value Node refuses would otherwise make every request die rather than fail.
 const checkHeaders = (
@@ -246,16 +229,16 @@ const checkHeaders = (
 ): Effect.Effect<Readonly<Record<string, string>>, OpenAiConfigError> => {
   if (headers === undefined) return Effect.succeed({})
   if (typeof headers !== "object" || headers === null || Array.isArray(headers)) {
-    return Effect.fail(configError(setting, `${where} must be an object of header names and string values, got ${shown(headers)}`))
+    return Effect.fail(configError(setting, `${where} must be an object of header names and string values, got ${AdapterSettings.shown(headers)}`))
   }
   for (const [name, value] of Object.entries(headers)) {
-    if (!isHeaderName(name)) {
+    if (!AdapterSettings.isHeaderName(name)) {
       return Effect.fail(configError(setting, `${where} holds a header name that is no HTTP token: ${JSON.stringify(name)}`))
     }
     if (typeof value !== "string") {
-      return Effect.fail(configError(setting, `${where} gives the header ${name} ${shown(value)}, not a string`))
+      return Effect.fail(configError(setting, `${where} gives the header ${name} ${AdapterSettings.shown(value)}, not a string`))
     }
-    if (!isHeaderValue(value)) {
+    if (!AdapterSettings.isHeaderValue(value)) {
       return Effect.fail(configError(
         setting,
         `${where} gives the header ${name} a value an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1)`
@@ -282,7 +265,7 @@ const checkKeyText = (
   profile: Profile.Resolved,
   hint: string
 ): Effect.Effect<Redacted.Redacted<string>, OpenAiConfigError> =>
-  isHeaderValue(Redacted.value(key)) ? Effect.succeed(key) : Effect.fail(configError(
+  AdapterSettings.isHeaderValue(Redacted.value(key)) ? Effect.succeed(key) : Effect.fail(configError(
     "apiKey",
     `The ${profile.displayName} API key holds a character an HTTP header cannot carry (a line break, a control character or a character beyond Latin-1: was it read with its trailing newline?). ${hint}`
   ))
@@ -314,7 +297,7 @@ const checkBaseUrl = (
   const where = profile.baseUrlEnv === undefined ? "the baseUrl option" : `${profile.baseUrlEnv} or the baseUrl option`
   // options may come from a config file, past the types
   if (typeof raw !== "string") {
-    return Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL must be a string, got ${shown(raw)} (set ${where}, e.g. ${profile.baseUrl})`))
+    return Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL must be a string, got ${AdapterSettings.shown(raw)} (set ${where}, e.g. ${profile.baseUrl})`))
   }
   const trimmed = raw.trim().replace(/\/+$/, "")
   // a URL may carry credentials: its text is scrubbed of the key before it is quoted
@@ -349,7 +332,7 @@ const resolveModels = (
   Effect.gen(function*() {
     const given = options.models ?? (options.model === undefined ? undefined : [options.model])
     if (given !== undefined && !Array.isArray(given)) {
-      return yield* configError("models", `models must be an array of model names or entries, got ${shown(given)} (one model is \`model\`)`)
+      return yield* configError("models", `models must be an array of model names or entries, got ${AdapterSettings.shown(given)} (one model is \`model\`)`)
     }
     const names: Array<string> = []
     const entries = new Map<string, Profile.Model>()
@@ -385,11 +368,11 @@ const checkReasoning = (options: Options, profile: Profile.Resolved): Effect.Eff
   const { quirks } = profile
   // options may come from a config file, past the types
   if (options.thinking !== undefined && typeof options.thinking !== "boolean") {
-    return Effect.fail(configError("thinking", `thinking must be true or false, got ${shown(options.thinking)}`))
+    return Effect.fail(configError("thinking", `thinking must be true or false, got ${AdapterSettings.shown(options.thinking)}`))
   }
   const given: unknown = options.reasoningEffort
   if (given !== undefined && (typeof given !== "string" || given.trim() === "")) {
-    return Effect.fail(configError("reasoningEffort", `reasoningEffort must be the name of an effort, got ${shown(given)}`))
+    return Effect.fail(configError("reasoningEffort", `reasoningEffort must be the name of an effort, got ${AdapterSettings.shown(given)}`))
   }
   if (options.thinking !== undefined && quirks.thinking === "none") {
     return Effect.fail(configError(
@@ -419,7 +402,7 @@ const checkSchedule = (
 ): Effect.Effect<Schedule.Schedule<unknown, LlmError.LlmError>, OpenAiConfigError> =>
   schedule === undefined ? Effect.succeed(defaultSchedule) : Schedule.isSchedule(schedule)
     ? Effect.succeed(schedule)
-    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${shown(schedule)}`))
+    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${AdapterSettings.shown(schedule)}`))
 
 /**
  * Resolves options against the environment (through the current `ConfigProvider`) and the
@@ -432,7 +415,7 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
   Effect.gen(function*() {
     // options may come from a config file, past the types: \`null\` is not "no options"
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
-      return yield* configError("options", `The options must be an object, got ${shown(options)}`)
+      return yield* configError("options", `The options must be an object, got ${AdapterSettings.shown(options)}`)
     }
     const profile = yield* resolveProfile(options.profile)
     const keyHint = keyHintOf(profile, context.layer ?? "OpenAiCompat.layer")
