@@ -64,6 +64,14 @@ const recordTurns = (settings: Config.Settings, prompts: ReadonlyArray<string>) 
   })
 
 /** Resumes session `s` as `dsh resume` does and runs one more turn. */
+// A session file of one completed turn, in a directory of its own, and the command's settings there.
+const oneTurnRecorded = Effect.gen(function*() {
+  const directory = mkdtempSync(join(tmpdir(), "dsh-replay-torn-"))
+  const settings = yield* settingsIn(directory)
+  yield* recordTurns(settings, ["first"]).pipe(Effect.scoped, Effect.provide(scripted(settings, [reply.text("one")])))
+  return { file: join(directory, "s.jsonl"), settings }
+})
+
 const resumeAndRun = (settings: Config.Settings, prompt: string, answer: string) =>
   Effect.gen(function*() {
     const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("s")
@@ -124,10 +132,7 @@ const identical = (events: ReadonlyArray<SessionEvent.SessionEvent>) => ({
 describe("dsh replay of a session resumed after a crash", () => {
   it.effect("a torn last line (the disposed line), resumed and continued: replays identically", () =>
     Effect.gen(function*() {
-      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-torn-"))
-      const settings = yield* settingsIn(directory)
-      yield* recordTurns(settings, ["first"]).pipe(Effect.scoped, Effect.provide(scripted(settings, [reply.text("one")])))
-      const file = join(directory, "s.jsonl")
+      const { file, settings } = yield* oneTurnRecorded
       tearLastLine(file)
       const repairs = yield* resumeAndRun(settings, "second", "two")
       expect(repairs.map((repair) => repair.kind)).toStrictEqual(["torn-tail"])
@@ -140,10 +145,7 @@ describe("dsh replay of a session resumed after a crash", () => {
 
   it.effect("a process killed between turns (no disposed line, nothing to repair), resumed: replays identically", () =>
     Effect.gen(function*() {
-      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-torn-"))
-      const settings = yield* settingsIn(directory)
-      yield* recordTurns(settings, ["first"]).pipe(Effect.scoped, Effect.provide(scripted(settings, [reply.text("one")])))
-      const file = join(directory, "s.jsonl")
+      const { file, settings } = yield* oneTurnRecorded
       dropLastLine(file)
       expect(yield* resumeAndRun(settings, "second", "two")).toStrictEqual([])
       const events = yield* eventsOf(file)
@@ -153,10 +155,7 @@ describe("dsh replay of a session resumed after a crash", () => {
 
   it.effect("a torn last line, not resumed: replays up to the tear, then cannot go on", () =>
     Effect.gen(function*() {
-      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-torn-"))
-      const settings = yield* settingsIn(directory)
-      yield* recordTurns(settings, ["first"]).pipe(Effect.scoped, Effect.provide(scripted(settings, [reply.text("one")])))
-      const file = join(directory, "s.jsonl")
+      const { file, settings } = yield* oneTurnRecorded
       tearLastLine(file)
       const verdict = yield* replayFile(settings, file)
       expect(verdict).toMatchObject({ _tag: "Differs", seq: 12, mismatch: false })
@@ -165,10 +164,7 @@ describe("dsh replay of a session resumed after a crash", () => {
 
   it.effect("a line torn inside a turn, resumed (the turn closed interrupted): replays up to the crash, then cannot go on", () =>
     Effect.gen(function*() {
-      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-torn-"))
-      const settings = yield* settingsIn(directory)
-      yield* recordTurns(settings, ["first"]).pipe(Effect.scoped, Effect.provide(scripted(settings, [reply.text("one")])))
-      const file = join(directory, "s.jsonl")
+      const { file, settings } = yield* oneTurnRecorded
       tearAt(file, "step/end")
       const repairs = yield* resumeAndRun(settings, "second", "two")
       expect(repairs.map((repair) => repair.kind)).toStrictEqual(["torn-tail", "interrupted-turn"])
