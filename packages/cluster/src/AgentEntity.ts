@@ -21,6 +21,10 @@
  * - `Run` succeeds with the turn's result once the turn ended and was committed; a turn that
  *   ended without answering fails with its typed error (the turn's `LlmError`, …), a turn that
  *   its runner's death (or the agent's move) cut short with {@link TurnInterruptedError}.
+ * - An agent the runner cannot create — `AgentHost`'s options out of their ranges, or a session
+ *   id no session may have (the empty one) — never will be: every call of that entity fails
+ *   with the agent's `InvalidInputError` (`INVALID_INPUT`, naming what is wrong), `Abort` has
+ *   nothing to abort.
  * - `Abort`, `Events` and `Status` are volatile: they reach the entity's current runner, or
  *   fail. `Events` streams the session's events from a `seq`, the logged ones then every later
  *   one, until the agent stops on that runner; a dead runner's stream is not ended by the
@@ -63,6 +67,15 @@ const MessagePayload = {
   /** Who the message is from (logged as its `source`); the agent's default when omitted. */
   source: Schema.optionalKey(Schema.String)
 }
+
+/**
+ * The payload of `Send`, `Steer`, `Inject` and `Run`, as a Schema: `ClusterClient` checks a
+ * message against it before sending (a message it refuses is `InvalidInputError`, never sent).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Message = Schema.Struct(MessagePayload)
 
 /**
  * The acknowledgement of a `Send`, `Steer` or `Inject`: the message is committed in the session
@@ -216,6 +229,7 @@ export const Run = Rpc.make("Run", { payload: MessagePayload, success: TurnReply
 
 /**
  * The session's events from `from` (a `seq`): the logged ones, then each later one; volatile.
+ * Fails with `InvalidInputError` when the runner cannot create the session's agent (see `Run`).
  *
  * @since 0.1.0
  * @category rpcs
@@ -223,16 +237,18 @@ export const Run = Rpc.make("Run", { payload: MessagePayload, success: TurnReply
 export const Events = Rpc.make("Events", {
   payload: { from: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)) },
   success: SessionEvent.SessionEvent,
+  error: InvalidInputError,
   stream: true
 })
 
 /**
- * The agent's status and where it runs; volatile.
+ * The agent's status and where it runs; volatile. Fails with `InvalidInputError` when the
+ * runner cannot create the session's agent (see `Run`).
  *
  * @since 0.1.0
  * @category rpcs
  */
-export const Status = Rpc.make("Status", { success: StatusReply })
+export const Status = Rpc.make("Status", { success: StatusReply, error: InvalidInputError })
 
 /**
  * The entity: one agent per session id, `DshAgent`.

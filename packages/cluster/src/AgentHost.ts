@@ -9,13 +9,14 @@
  *
  * @since 0.1.0
  */
-import { type Agent, type Agents, AgentHooks, type Hooks } from "@dsh/agent"
+import { type Agent, type Agents, AgentHooks, type Hooks, type InvalidInputError } from "@dsh/agent"
 import { History, type Message } from "@dsh/llm"
 import type { FlushCheckpoint } from "@dsh/session"
 import type { PgSessions } from "@dsh/sql-sessions"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import type { Sharding } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import { AgentEntity, MessageId } from "./AgentEntity.ts"
@@ -63,6 +64,37 @@ const carriesId = (message: Message.Message): boolean => message.content.some(Me
 const stripIds = (message: Message.Message): Message.Message =>
   carriesId(message) ? { ...message, content: message.content.filter((block) => !MessageId.is(block)) } : message
 
+/** The handlers of a hosted agent. */
+const serving = (hosted: Host.Hosted) =>
+  AgentEntity.of({
+    Send: ({ payload }) => Host.deliver(hosted, "send", payload),
+    Steer: ({ payload }) => Host.deliver(hosted, "steer", payload),
+    Inject: ({ payload }) => Host.deliver(hosted, "inject", payload),
+    Abort: ({ payload }) => hosted.agent.abort(payload.reason),
+    Run: ({ payload }) => Host.run(hosted, payload),
+    Events: ({ payload }) => hosted.session.streamFrom(payload.from),
+    Status: () =>
+      Effect.all({ status: hosted.agent.status, nextSeq: hosted.session.seq }).pipe(
+        Effect.map(({ nextSeq, status }) => ({ status, nextSeq, runner: hosted.runner }))
+      )
+  })
+
+/**
+ * The handlers of an agent the runner cannot create (its options out of their ranges, a
+ * session id no session may have): every call fails with the refusal, typed, instead of
+ * waiting on an entity the cluster would retry forever; there is nothing to abort.
+ */
+const refusing = (refusal: InvalidInputError) =>
+  AgentEntity.of({
+    Send: () => Effect.fail(refusal),
+    Steer: () => Effect.fail(refusal),
+    Inject: () => Effect.fail(refusal),
+    Abort: () => Effect.void,
+    Run: () => Effect.fail(refusal),
+    Events: () => Stream.fail(refusal),
+    Status: () => Effect.fail(refusal)
+  })
+
 /**
  * The entity's handlers on this runner, and {@link withoutMessageIds} on the agent hooks. It
  * requires the agent graph (`Agents`, `AgentHooks`, `FlushCheckpoint`), `PgSessions` with its
@@ -77,19 +109,10 @@ export const layer = (
   const { lockWait, maxIdleTime, ...agent } = options
   const open: Host.OpenOptions = { agent, lockWait: Duration.fromInputUnsafe(lockWait ?? Duration.seconds(30)) }
   const entity = AgentEntity.toLayer(
-    Effect.map(Host.open(open), (hosted) =>
-      AgentEntity.of({
-        Send: ({ payload }) => Host.deliver(hosted, "send", payload),
-        Steer: ({ payload }) => Host.deliver(hosted, "steer", payload),
-        Inject: ({ payload }) => Host.deliver(hosted, "inject", payload),
-        Abort: ({ payload }) => hosted.agent.abort(payload.reason),
-        Run: ({ payload }) => Host.run(hosted, payload),
-        Events: ({ payload }) => hosted.session.streamFrom(payload.from),
-        Status: () =>
-          Effect.all({ status: hosted.agent.status, nextSeq: hosted.session.seq }).pipe(
-            Effect.map(({ nextSeq, status }) => ({ status, nextSeq, runner: hosted.runner }))
-          )
-      })),
+    Host.open(open).pipe(
+      Effect.map(serving),
+      Effect.catch((refusal) => Effect.succeed(refusing(refusal)))
+    ),
     // handlers of one agent run side by side (a long Events stream, a Send queued behind a
     // running turn, an Abort for it); the agent orders the messages it is given
     { concurrency: "unbounded", maxIdleTime: maxIdleTime ?? Duration.minutes(5) }

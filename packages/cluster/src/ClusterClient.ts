@@ -7,7 +7,8 @@
  *
  * @since 0.1.0
  */
-import type { Content } from "@dsh/llm"
+import { InvalidInputError } from "@dsh/agent"
+import { AdapterSettings, type Content, HarnessError } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
 import { NodeClusterSocket } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -16,11 +17,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import type * as Stream from "effect/Stream"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { ClusterError, MessageStorage, Runners, Sharding } from "effect/cluster"
 import type { SqlClient, SqlError } from "effect/sql"
-import { type Accepted, AgentEntity, type MessageError, type RunError, type StatusReply, type TurnReply } from "./AgentEntity.ts"
+import { type Accepted, AgentEntity, Message, type MessageError, type RunError, type StatusReply, type TurnReply } from "./AgentEntity.ts"
 import * as ClusterConfig from "./internal/config.ts"
+import * as Database from "./internal/database.ts"
 import * as Follow from "./internal/follow.ts"
 
 /**
@@ -37,7 +41,8 @@ export interface Options {
 }
 
 /**
- * A client-only member of the cluster.
+ * A client-only member of the cluster. Fails to build with the database's `SqlError` when it
+ * cannot be reached.
  *
  * @since 0.1.0
  * @category layers
@@ -50,7 +55,7 @@ export const layer = (
     clientOnly: true,
     storage: "sql",
     shardingConfig: ClusterConfig.complete(options.sharding, undefined)
-  })
+  }).pipe(Layer.provide(Database.reachable))
   return sharding.pipe(Layer.provideMerge(PgClient.layer({ url, applicationName: "dsh cluster client" })))
 }
 
@@ -93,7 +98,9 @@ export type Input = string | ReadonlyArray<Content.ContentBlock>
  * and, when it moved, subscribes again from the next `seq` (no event missed or repeated).
  * `follow: false`: one subscription, which ends when the agent stops on its runner (and is left
  * waiting if that runner dies). A following subscriber keeps the agent hosted: when it stops
- * on its runner (idle), the stream subscribes again, which starts it again.
+ * on its runner (idle), the stream subscribes again, which starts it again. A `from` that is no
+ * `seq` (an integer ≥ 0) or a `checkEvery` that is no duration above zero fails the stream with
+ * `InvalidInputError` before anything is sent.
  *
  * @since 0.1.0
  * @category models
@@ -126,16 +133,81 @@ export interface RemoteAgent {
    * following the agent when it moves to another runner (see {@link EventsOptions}); it ends
    * only when its consumer stops.
    */
-  readonly events: (from?: number, options?: EventsOptions) => Stream.Stream<SessionEvent.SessionEvent, ClientError>
+  readonly events: (from?: number, options?: EventsOptions) => Stream.Stream<SessionEvent.SessionEvent, InvalidInputError | ClientError>
   /** The agent's status, its next `seq` and its runner. */
-  readonly status: Effect.Effect<StatusReply, ClientError>
+  readonly status: Effect.Effect<StatusReply, InvalidInputError | ClientError>
 }
 
-const payload = (input: Input, options: MessageOptions | undefined) => ({
-  messageId: options?.messageId ?? crypto.randomUUID(),
-  input,
-  ...(options?.source === undefined ? {} : { source: options.source })
-})
+const encodePayload = Schema.encodeUnknownResult(Message)
+
+/**
+ * The payload of a message, or the agent's refusal of it (`InvalidInputError`, nothing sent):
+ * what the types allow always encodes, but JavaScript and decoded JSON can pass a block of no
+ * known type, an empty `messageId` or a `source` that is no string, which the protocol cannot
+ * carry (encoding it on the way out would be a defect).
+ */
+const payloadOf = (sessionId: string, input: Input, options: MessageOptions | undefined) => {
+  const payload = {
+    messageId: options?.messageId ?? crypto.randomUUID(),
+    input,
+    ...(options?.source === undefined ? {} : { source: options.source })
+  }
+  const encoded = encodePayload(payload)
+  return Result.isSuccess(encoded)
+    ? Effect.succeed(payload)
+    : Effect.fail(
+      new InvalidInputError({
+        message: `a message for the agent of session ${JSON.stringify(sessionId)} was refused: it must be text or content ` +
+          `blocks, with a non-empty messageId and a text source: ${encoded.failure.message}`,
+        agentId: sessionId
+      })
+    )
+}
+
+/**
+ * How often `events` checks where the agent runs, or why it cannot be asked: `from` must be a
+ * `seq` (the protocol cannot carry another: encoding it would be a defect) and `checkEvery` a
+ * duration longer than zero.
+ */
+const eventsSettings = (from: number, options: EventsOptions | undefined): Result.Result<Duration.Duration, string> => {
+  if (!(Number.isSafeInteger(from) && from >= 0)) return Result.fail(`from must be a seq (an integer ≥ 0), got ${HarnessError.describe(from)}`)
+  return AdapterSettings.duration("checkEvery", options?.checkEvery ?? Duration.seconds(1), "positive")
+}
+
+// a UTF-16 code unit of a surrogate pair without its other half
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Why `id` cannot address an agent, or undefined when it can. The cluster carries and stores
+ * entity ids as UTF-8 text: a lone surrogate (no Unicode) would arrive as U+FFFD, so that
+ * distinct ids (`"a\ud800"`, `"a\udfff"`) would reach one agent and one session; PostgreSQL
+ * keeps no NUL.
+ */
+const sessionIdProblem = (id: string): string | undefined =>
+  id.includes("\u0000")
+    ? "it holds a NUL character, which the cluster's PostgreSQL storage cannot keep"
+    : loneSurrogate.test(id)
+    ? "it holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, " +
+      "so that another id would reach the same agent"
+    : undefined
+
+/** The handle for an id no agent may have: every call fails with `InvalidInputError`, nothing is sent. */
+const refusedAgent = (sessionId: string, problem: string): RemoteAgent => {
+  const refusal = new InvalidInputError({
+    message: `session id ${JSON.stringify(sessionId)} cannot address an agent: ${problem}`,
+    agentId: sessionId
+  })
+  return {
+    sessionId,
+    send: () => Effect.fail(refusal),
+    steer: () => Effect.fail(refusal),
+    inject: () => Effect.fail(refusal),
+    abort: () => Effect.void,
+    run: () => Effect.fail(refusal),
+    events: () => Stream.fail(refusal),
+    status: Effect.fail(refusal)
+  }
+}
 
 /**
  * A handle on the agent of session `sessionId`, wherever it runs. `send`, `steer` and `inject`
@@ -144,29 +216,43 @@ const payload = (input: Input, options: MessageOptions | undefined) => ({
  * session's events from a `seq`, following the agent from runner to runner ({@link EventsOptions});
  * `status` says the agent's status and runner. Each can also fail with the
  * cluster's errors (`MailboxFull`, `PersistenceError`, …). A call waits while no runner holds
- * the session's shard (bound it with `Effect.timeout`).
+ * the session's shard (bound it with `Effect.timeout`). A message the protocol cannot carry (a
+ * block of no known type, an empty `messageId`, possible past the types) fails with
+ * `InvalidInputError` before it is sent; every call of a session whose agent the runner cannot
+ * create (its options out of range, the empty id) fails with that refusal, and so does every
+ * call for an id the cluster cannot carry as it is (a NUL, a lone surrogate), before anything
+ * is sent (`abort` succeeds: there is nothing to abort).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const agent = (sessionId: string): Effect.Effect<RemoteAgent, never, Sharding.Sharding> =>
   Effect.map(AgentEntity.client, (clientFor): RemoteAgent => {
+    const problem = sessionIdProblem(sessionId)
+    if (problem !== undefined) return refusedAgent(sessionId, problem)
     const client = clientFor(sessionId)
     return {
       sessionId,
-      send: (input, options) => client.Send(payload(input, options)),
-      steer: (input, options) => client.Steer(payload(input, options)),
-      inject: (input, options) => client.Inject(payload(input, options)),
+      send: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Send),
+      steer: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Steer),
+      inject: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Inject),
       abort: (reason) => client.Abort(reason === undefined ? {} : { reason }),
-      run: (input, options) => client.Run(payload(input, options)),
-      events: (from = 0, options) =>
-        options?.follow === false
+      run: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Run),
+      events: (from = 0, options) => {
+        const every = eventsSettings(from, options)
+        if (Result.isFailure(every)) {
+          return Stream.fail(
+            new InvalidInputError({ message: `the events of session ${JSON.stringify(sessionId)} were refused: ${every.failure}`, agentId: sessionId })
+          )
+        }
+        return options?.follow === false
           ? client.Events({ from })
           : Follow.follow(
             { runner: Effect.map(client.Status(), (status) => status.runner), subscribe: (at) => client.Events({ from: at }) },
             from,
-            Duration.fromInputUnsafe(options?.checkEvery ?? Duration.seconds(1))
-          ),
+            every.success
+          )
+      },
       status: client.Status()
     }
   })

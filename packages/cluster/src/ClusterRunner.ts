@@ -40,6 +40,7 @@ import type { SqlClient, SqlError } from "effect/sql"
 import type { SocketServer } from "effect/socket"
 import * as AgentHost from "./AgentHost.ts"
 import * as ClusterConfig from "./internal/config.ts"
+import * as Database from "./internal/database.ts"
 
 /**
  * Options of {@link layer}.
@@ -90,7 +91,7 @@ export const layer = <ROut, E, RIn>(
   const sharding = NodeClusterSocket.layer({
     storage: "sql",
     shardingConfig: ClusterConfig.complete(options.sharding, options.address)
-  })
+  }).pipe(Layer.provide(Database.reachable))
   return AgentHost.layer(options.agent).pipe(
     Layer.provideMerge(agents),
     Layer.provideMerge(sharding),

@@ -4,7 +4,8 @@
  * a fresh PostgreSQL database: a message delivered again (a redelivery after a lost reply) is
  * acknowledged from the log and not given to the agent twice; a one-call turn delivered again
  * is answered from the log; one whose turn ended without answering is `TURN_INTERRUPTED`; the
- * model never sees the message id blocks; a hosted agent resumes its session from the database.
+ * model never sees the message id blocks; an agent the host cannot create answers every call with
+ * its typed refusal; a hosted agent resumes its session from the database.
  */
 import { AgentEntity, AgentHost, TurnInterruptedError } from "@dsh/cluster"
 import { AgentHooks } from "@dsh/agent"
@@ -15,7 +16,7 @@ import { FlushCheckpoint, SessionStore } from "@dsh/session"
 import { PgSessions } from "@dsh/sql-sessions"
 import { ToolRegistry } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Effect, Fiber, Layer, Stream } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { client, freshDatabase } from "../../../scripts/postgres-fixture.ts"
 import { messageIdsOf } from "../src/internal/host.ts"
@@ -137,6 +138,28 @@ describe("AgentHost", () => {
       }).pipe(Effect.provide(ShardingConfig.layer()))
       expect(error).toBeInstanceOf(TurnInterruptedError)
       expect(error).toMatchObject({ code: "TURN_INTERRUPTED", turn: 1, reason: { kind: "aborted" } })
+    }).pipe(Effect.scoped))
+
+  it.live("an agent the host cannot create answers every call with its INVALID_INPUT, typed", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const refusals = yield* Effect.gen(function*() {
+        const clientFor = yield* Entity.makeTestClient(
+          AgentEntity.AgentEntity,
+          AgentHost.layer({ model: "scripted", maxSteps: 0 }).pipe(Layer.provideMerge(graph(url, [reply.text("never")])))
+        )
+        const agent = yield* clientFor("s-refused")
+        return [
+          yield* Effect.flip(agent.Send({ messageId: "m-1", input: "hello" })),
+          yield* Effect.flip(agent.Run({ messageId: "r-1", input: "hello" })),
+          yield* Effect.flip(agent.Status()),
+          yield* Effect.flip(Stream.runDrain(agent.Events({ from: 0 })))
+        ]
+      }).pipe(Effect.provide(ShardingConfig.layer()))
+      for (const refusal of refusals) {
+        expect(refusal).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+        expect(refusal.message).toContain("maxSteps")
+      }
     }).pipe(Effect.scoped))
 
   it.live("a hosted agent resumes its session from the database", () =>

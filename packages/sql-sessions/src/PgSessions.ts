@@ -44,7 +44,8 @@
  * `idle` status, an `error` event recording a failed flush) waits for the next flush.
  *
  * A failed transaction leaves nothing behind (it is rolled back), and is a
- * `PersistenceError`; the next flush retries from the last committed event. A commit whose
+ * `PersistenceError` — also when its connection ended in the middle of it, so that the rollback
+ * failed too; the next flush retries from the last committed event. A commit whose
  * outcome was lost (the connection broke on `COMMIT`) is recognized by the rows' `writer`: the
  * next flush counts what it finds of its own as written. An event the Schema cannot encode
  * fails the flush with a `PersistenceError` naming its `seq`, after the events before it are
@@ -66,6 +67,11 @@
  * to commit an event at a `seq` breaks the primary key: its flush fails with a
  * `PersistenceError` whose cause is a `SessionLockedError`, and that session stops writing for
  * good (every later flush fails), so the log keeps one writer's events — never a mix.
+ *
+ * A session id is stored as it is, but PostgreSQL `text` cannot keep NUL, and a lone surrogate
+ * (no Unicode) would reach it as U+FFFD, making distinct ids one session: a session with such an
+ * id is never written — its flushes, {@link PgSessions.load} and {@link PgSessions.resume} fail
+ * with a `PersistenceError` saying why.
  *
  * Creating a session in the store under an id the database holds fails at once with
  * `SessionExistsError` (`SESSION_EXISTS`): continue it with {@link PgSessions.resume}. One whose
@@ -102,7 +108,7 @@ import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as Migrator from "effect/sql/Migrator"
 import * as SqlClient from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import * as WriterLocks from "./internal/writerLocks.ts"
 
 type PersistenceError = SessionErrors.PersistenceError
@@ -294,8 +300,32 @@ const readEvent = (id: string, seq: number, text: string): Result.Result<Session
   }
 }
 
+// a UTF-16 code unit of a surrogate pair without its other half
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Why PostgreSQL cannot keep `id` as a session id, or undefined when it can. Its `text` refuses
+ * NUL, and a lone surrogate is no Unicode: it would reach the server as U+FFFD, so that two
+ * distinct ids (`"a\ud800"`, `"a\udfff"`) would name one session, listed under a third.
+ */
+const unstorableId = (id: string): string | undefined =>
+  id.includes("\u0000")
+    ? "it holds a NUL character, which PostgreSQL text cannot store"
+    : loneSurrogate.test(id)
+    ? "it holds a lone surrogate (it is not well-formed Unicode), which PostgreSQL would store as U+FFFD"
+    : undefined
+
+/** The PersistenceError for an id PostgreSQL cannot keep, if `id` is one. */
+const refuseUnstorable = (id: string, what: string): Effect.Effect<void, PersistenceError> => {
+  const why = unstorableId(id)
+  return why === undefined
+    ? Effect.void
+    : Effect.fail(new SessionErrors.PersistenceError({ message: `${what} session ${JSON.stringify(id)}: ${why}`, sessionId: id }))
+}
+
 const load = (sql: SqlClient.SqlClient, id: string): Effect.Effect<Loaded, PersistenceError | CorruptLogError> =>
   Effect.gen(function*() {
+    yield* refuseUnstorable(id, "cannot read")
     const fail = persistence(id, `cannot read session ${JSON.stringify(id)} from PostgreSQL`)
     const rows = yield* sql<{ created_at: bigint }>`SELECT created_at FROM ${sql(sessionsTable)} WHERE session_id = ${id}`.pipe(
       Effect.mapError(fail)
@@ -396,6 +426,28 @@ const insertEventsSql = `INSERT INTO ${eventsTable} (session_id, seq, type, time
 SELECT $1, u.seq, u.type, u.time, u.event, $2
 FROM unnest($3::integer[], $4::text[], $5::bigint[], $6::text[]) AS u(seq, type, time, event)`
 
+/**
+ * A transaction's SqlError as its failure. When the connection breaks in the middle of a
+ * transaction (the server restarts, an administrator ends it), the statement fails and
+ * `effect/sql`'s ROLLBACK on the broken connection dies, so the cause holds a failure and a
+ * defect: a flush (or the migrations) must still fail with its typed error — and a flush put
+ * the lock connection in doubt — not die.
+ */
+const transactionFailure = <A, E, R>(transaction: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchCause(transaction, (cause): Effect.Effect<never, E | SqlError> => {
+    const failure = Cause.findErrorOption(cause)
+    if (Option.isSome(failure)) return Effect.fail(failure.value)
+    const defect = Cause.findDefect(cause)
+    if (Result.isSuccess(defect) && isSqlError(defect.success)) return Effect.fail(defect.success)
+    return Effect.failCause(cause)
+  })
+
+/** What a failed migration says: the server's own words, also when the Migrator wraps them ("Migration … failed"). */
+const migrationMessage = (error: Migrator.MigrationError | SqlError): string => {
+  if (error._tag === "SqlError") return sqlMessage(error)
+  return isSqlError(error.cause) ? `${error.message}: ${sqlMessage(error.cause)}` : error.message
+}
+
 const isUniqueViolation = (error: SqlError, constraint: string) =>
   error.reason._tag === "UniqueViolation" && error.reason.constraint === constraint
 
@@ -437,10 +489,10 @@ export const layer = (
       const checkpoint = yield* FlushCheckpoint
 
       if (options.migrate !== false) {
-        yield* migrate.pipe(
+        yield* transactionFailure(migrate).pipe(
           Effect.mapError((error) =>
             new SessionErrors.PersistenceError({
-              message: `cannot migrate the session tables in PostgreSQL: ${error._tag === "SqlError" ? sqlMessage(error) : error.message}`,
+              message: `cannot migrate the session tables in PostgreSQL: ${migrationMessage(error)}`,
               sessionId: "",
               cause: error
             })
@@ -517,6 +569,7 @@ export const layer = (
             return yield* failure(state, `cannot write session ${JSON.stringify(state.session.id)}: it closed and gave its lock back`)
           }
           if (state.lost !== undefined) return yield* failure(state, state.lost)
+          yield* refuseUnstorable(state.session.id, "cannot write")
           if (lockInDoubt) {
             lockInDoubt = false
             yield* locks.verify
@@ -553,7 +606,7 @@ export const layer = (
       }
 
       const insert = (state: State, rows: ReadonlyArray<Row>) =>
-        sql.withTransaction(Effect.gen(function*() {
+        transactionFailure(sql.withTransaction(Effect.gen(function*() {
           const id = state.session.id
           if (!state.created) {
             yield* sql.unsafe(insertSessionSql, [id, BigInt(Math.trunc(state.session.createdAt)), state.writer])
@@ -577,7 +630,7 @@ export const layer = (
             ])
             start = end
           }
-        }))
+        })))
 
       // After a unique violation: what of the conflicting rows this state wrote itself (a commit
       // whose answer was lost). Whether it found any, having counted them as written.
@@ -710,7 +763,11 @@ export const layer = (
       yield* store.admission.register(SessionStore.refuseStored({
         name: "PgSessions",
         resuming: (id) => resuming.has(id),
-        holds: (id) => Effect.map(sql`SELECT 1 FROM ${sql(sessionsTable)} WHERE session_id = ${id}`, (rows) => rows.length > 0),
+        // an id the database cannot keep is not in it (its first flush says why)
+        holds: (id) =>
+          unstorableId(id) === undefined
+            ? Effect.map(sql`SELECT 1 FROM ${sql(sessionsTable)} WHERE session_id = ${id}`, (rows) => rows.length > 0)
+            : Effect.succeed(false),
         refusal: (id) =>
           new SessionErrors.SessionExistsError({
             message: `session ${JSON.stringify(id)} exists already in ${sessionsTable}; continue it with ` +
@@ -761,6 +818,7 @@ export const layer = (
               sessionId: id
             })
           }
+          yield* refuseUnstorable(id, "cannot resume")
           yield* finishEarlier(id)
           // from the lock on, nothing may be interrupted but the load: the lock is either given
           // back or handed to the session's state, never dropped

@@ -283,6 +283,37 @@ describe("PgSessions: writing", () => {
     ))
 })
 
+describe("PgSessions: session ids", () => {
+  it.effect("quotes, backslashes, unicode, the empty id and long ids are stored, listed, loaded and resumed as they are", () =>
+    withDatabase((url) =>
+      Effect.gen(function*() {
+        const ids = ["it's \"quoted\"; DROP TABLE dsh_sessions; --", "back\\slash", "ünï ✓ 🎉", "", "a/b?c#d", "x".repeat(2000)]
+        yield* persisted(url, Effect.forEach(ids, (id) => Effect.flatMap(create(id), (s) => Effect.andThen(appendMany(s, 1), flush(s)))))
+        const listed = yield* persisted(url, Effect.flatMap(PgSessions.PgSessions, (pg) => pg.list))
+        expect(listed.map((entry) => entry.id)).toStrictEqual([...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+        for (const id of ids) {
+          expect((yield* readBack(url, id)).events).toHaveLength(1)
+          expect(yield* persisted(url, Effect.flatMap(resume(id), ({ session }) => session.seq))).toBe(1)
+        }
+      })
+    ))
+
+  it.effect("an id PostgreSQL cannot keep (a NUL, a lone surrogate) is PERSISTENCE naming why; two such ids never share a log", () =>
+    withDatabase((url) =>
+      Effect.gen(function*() {
+        for (const [id, why] of [["nul\u0000id", "NUL"], ["lone\ud800", "lone surrogate"], ["lone\udfff", "lone surrogate"]] as const) {
+          const refused = yield* persisted(url, Effect.flatMap(create(id), (s) => Effect.andThen(appendMany(s, 1), Effect.flip(flush(s)))))
+          expect(refused.code).toBe("PERSISTENCE")
+          expect(refused.message).toContain(why)
+          expect((yield* Effect.flip(readBack(url, id))).message).toContain(why)
+          expect((yield* Effect.flip(persisted(url, resume(id)))).message).toContain(why)
+        }
+        // nothing was written under the replacement character either id would have become
+        expect(yield* persisted(url, Effect.flatMap(PgSessions.PgSessions, (pg) => pg.list))).toStrictEqual([])
+      })
+    ))
+})
+
 describe("PgSessions: a writer process killed mid-turn", () => {
   it.live("SIGKILL while a tool runs: its lock goes with its connection; resume closes the turn before handing the session back", () =>
     withDatabase((url) =>

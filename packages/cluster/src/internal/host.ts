@@ -4,7 +4,7 @@
  * (the message id block, looked up before delivering), acknowledging them once committed, and
  * answering a `Run` from the log when its turn is already there.
  */
-import { type Agent, Agents, TurnDefectError, TurnResult } from "@dsh/agent"
+import { type Agent, Agents, type InvalidInputError, TurnDefectError, TurnResult } from "@dsh/agent"
 import { Content, type HarnessError } from "@dsh/llm"
 import { FlushCheckpoint, type Session, type SessionEvent } from "@dsh/session"
 import { PgSessions } from "@dsh/sql-sessions"
@@ -50,10 +50,14 @@ export const messageIdsOf = (event: SessionEvent.SessionEvent): ReadonlyArray<st
   })
 }
 
-/** The agent of the session this entity is: resumed from the database when it has the session, else new. */
+/**
+ * The agent of the session this entity is: resumed from the database when it has the session,
+ * else new. Fails with the agent's `InvalidInputError` when it cannot be created (the options
+ * out of their ranges, an id no session may have): that entity never will be.
+ */
 export const open = (options: OpenOptions): Effect.Effect<
   Hosted,
-  never,
+  InvalidInputError,
   Agents | FlushCheckpoint | PgSessions.PgSessions | SqlClient.SqlClient | Entity.CurrentAddress | Entity.CurrentRunnerAddress | Scope.Scope
 > =>
   Effect.gen(function*() {
@@ -77,8 +81,9 @@ export const open = (options: OpenOptions): Effect.Effect<
     }
   }).pipe(
     // a session the database cannot give (the server down, a log that does not decode) is a
-    // defect of this entity: the cluster retries it (defectRetryPolicy), the messages wait
-    Effect.orDie,
+    // defect of this entity: the cluster retries it (defectRetryPolicy), the messages wait; an
+    // agent refused at its creation would be refused at every retry, so its refusal stands
+    Effect.catch((error) => (error._tag === "InvalidInputError" ? Effect.fail(error) : Effect.die(error))),
     Effect.withSpan("AgentHost.open")
   )
 

@@ -1,0 +1,122 @@
+/**
+ * What a user can get wrong through `ClusterClient`, on a runner and a client in this process
+ * (as the README example), on a fresh database of the test PostgreSQL: each call ends in a
+ * typed `INVALID_INPUT` at once — never a defect, never a call left waiting on an entity the
+ * cluster retries for ever. A message the protocol cannot carry (a block of no known type, an
+ * empty message id: possible past the types) is refused before it is sent (so are events from
+ * a negative seq, checked every 0 ms), and every call for
+ * a session id the cluster cannot carry as it is (a NUL, a lone surrogate); a session id no
+ * session may have (the empty one) is refused by the runner, for every call. A database that
+ * cannot be reached fails the runner's and the client's build with its `SqlError`, typed. And a
+ * turn that fails on the runner reaches the caller of `run` as its own typed error, over the wire.
+ */
+import { ClusterClient, ClusterRunner } from "@dsh/cluster"
+import { type Content, LlmError } from "@dsh/llm"
+import { ScriptedModel } from "@dsh/model"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, References, Stream } from "effect"
+import { freshDatabase, serverUrl } from "../../../scripts/postgres-fixture.ts"
+import { freePort, testSharding } from "./fixtures/cluster.ts"
+
+const runner = (database: string, port: number, script: ReadonlyArray<ScriptedModel.Reply> = [ScriptedModel.reply.text("fine")]) =>
+  ClusterRunner.layer({
+    database,
+    address: { host: "127.0.0.1", port },
+    model: ScriptedModel.layer({ script }),
+    agent: { model: "scripted" },
+    sharding: testSharding
+  })
+
+describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
+  it.live("a malformed message is refused before it is sent; the empty session id is refused by the runner, for every call", () =>
+    Effect.gen(function*() {
+      const database = yield* freshDatabase
+      const port = yield* Effect.promise(() => freePort())
+      yield* Effect.gen(function*() {
+        const agent = yield* ClusterClient.agent("s")
+        const unknownBlock = [{ type: "no-such-block", text: "hi" }] as unknown as ReadonlyArray<Content.ContentBlock>
+        const malformed = [
+          yield* Effect.flip(agent.send(unknownBlock)),
+          yield* Effect.flip(agent.run(unknownBlock)),
+          yield* Effect.flip(agent.inject("context", { messageId: "" })),
+          yield* Effect.flip(agent.steer("go", { source: 42 as unknown as string })),
+          yield* Effect.flip(Stream.runDrain(agent.events(-1))),
+          yield* Effect.flip(Stream.runDrain(agent.events(0, { checkEvery: 0 })))
+        ]
+        for (const refused of malformed) {
+          expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
+        }
+        // nothing reached the agent: its log holds the one message sent after
+        expect((yield* agent.run("hello")).text).toBe("fine")
+        expect((yield* agent.status).nextSeq).toBeGreaterThan(0)
+
+        // ids the cluster cannot carry as they are: refused by the client, nothing sent
+        for (const id of ["nul\u0000id", "lone\ud800"]) {
+          const unaddressable = yield* ClusterClient.agent(id)
+          for (
+            const refused of [
+              yield* Effect.flip(unaddressable.send("hello")),
+              yield* Effect.flip(unaddressable.run("hello")),
+              yield* Effect.flip(unaddressable.status),
+              yield* Effect.flip(Stream.runDrain(unaddressable.events(0)))
+            ]
+          ) {
+            expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: id })
+            expect(refused.message).toContain(id.includes("\u0000") ? "NUL" : "lone surrogate")
+          }
+        }
+        // the id it would have become holds nothing: as fresh as an agent never written to
+        const fresh = (yield* (yield* ClusterClient.agent("never-written")).status).nextSeq
+        expect((yield* (yield* ClusterClient.agent("lone\ufffd")).status).nextSeq).toBe(fresh)
+
+        const nameless = yield* ClusterClient.agent("")
+        const refusals = [
+          yield* Effect.flip(nameless.run("hello")),
+          yield* Effect.flip(nameless.send("hello")),
+          yield* Effect.flip(nameless.status),
+          yield* Effect.flip(Stream.runDrain(nameless.events(0)))
+        ]
+        for (const refused of refusals) {
+          expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+          expect(refused.message).toContain("session.id")
+        }
+      }).pipe(Effect.provide(runner(database, port)), Effect.provideService(References.MinimumLogLevel, "Error"))
+    }).pipe(Effect.scoped))
+})
+
+describe("ClusterRunner, ClusterClient: a database that cannot be reached", () => {
+  it.live("a closed port, an unknown database, a malformed URL: the layer's build fails with SqlError, not a defect", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(() => freePort())
+      const closed = new URL(serverUrl())
+      closed.port = String(yield* Effect.promise(() => freePort()))
+      const unknown = new URL(serverUrl())
+      unknown.pathname = "/dsh_no_such_database"
+      for (const database of [closed.toString(), unknown.toString(), "not a url"]) {
+        const built = [
+          yield* Effect.flip(Layer.build(runner(database, port)).pipe(Effect.scoped)),
+          yield* Effect.flip(Layer.build(ClusterClient.layer({ database, sharding: testSharding })).pipe(Effect.scoped))
+        ]
+        for (const error of built) expect(error._tag, database).toBe("SqlError")
+      }
+    }).pipe(Effect.provideService(References.MinimumLogLevel, "None")))
+})
+
+describe("ClusterClient: a turn that fails on the runner", () => {
+  it.live("reaches the caller of run as the turn's typed error; the next run is served", () =>
+    Effect.gen(function*() {
+      const database = yield* freshDatabase
+      const port = yield* Effect.promise(() => freePort())
+      const script = [
+        ScriptedModel.reply.fail(new LlmError.LlmServerError({ message: "the provider is down", status: 503 })),
+        ScriptedModel.reply.text("back")
+      ]
+      yield* Effect.gen(function*() {
+        const agent = yield* ClusterClient.agent("failing")
+        const error = yield* Effect.flip(agent.run("hello"))
+        expect(error).toBeInstanceOf(LlmError.LlmServerError)
+        expect(error).toMatchObject({ code: "LLM_SERVER", message: "the provider is down", status: 503 })
+        expect(yield* agent.run("again")).toMatchObject({ turn: 2, text: "back" })
+      }).pipe(Effect.provide(runner(database, port, script)), Effect.provideService(References.MinimumLogLevel, "Error"))
+    }).pipe(Effect.scoped))
+})
