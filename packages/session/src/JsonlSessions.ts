@@ -4,7 +4,7 @@
  *
  * ## Format (version 1)
  *
- * `<directory>/<encodeURIComponent(id)>.jsonl`: a header line
+ * `<directory>/<encodeURIComponent(id)>.jsonl` (see {@link fileName}): a header line
  * `{"format":"dsh-session","version":1,"sessionId":…,"createdAt":…}`, then one event per line
  * (encoded through the `SessionEvent` Schema), event `seq` n on line n + 2. Every line ends with
  * a newline. Any event the session accepted and the Schema encodes is written, however deep its
@@ -254,21 +254,32 @@ const decodeHeader = Schema.decodeUnknownResult(Header)
 const utf8 = new TextEncoder()
 
 /**
- * The file name of a session: its id, URI-encoded so that any id is one safe file name.
+ * The file name of a session: its id, URI-encoded so that any id is one safe file name. A lone
+ * surrogate (which URI encoding cannot carry) is written `%uD800`, which URI encoding never
+ * produces, so every id has its own name and the name gives the id back.
  *
  * @since 0.1.0
  * @category utils
  */
-export const fileName = (id: string): string => `${encodeURIComponent(id)}.jsonl`
+export const fileName = (id: string): string => `${id.split(loneSurrogate).map(encodePart).join("")}.jsonl`
+
+// A surrogate not in a pair; the capture keeps it as its own part when the id is split.
+const loneSurrogate = /([\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF])/
+
+const encodePart = (part: string): string =>
+  part.length === 1 && loneSurrogate.test(part) ? `%u${part.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(part)
 
 const idOfFileName = (name: string): string | undefined => {
   if (!name.endsWith(".jsonl")) return undefined
   try {
-    return decodeURIComponent(name.slice(0, -".jsonl".length))
+    return name.slice(0, -".jsonl".length).split(/(%u[0-9A-F]{4})/).map(decodePart).join("")
   } catch {
     return undefined
   }
 }
+
+const decodePart = (part: string): string =>
+  /^%u[0-9A-F]{4}$/.test(part) ? String.fromCharCode(parseInt(part.slice(2), 16)) : decodeURIComponent(part)
 
 /**
  * The header line of a session file, newline included.

@@ -115,6 +115,24 @@ describe("JsonlSessions: format and write-behind", () => {
       }))
     ))
 
+  it.effect("ids with lone surrogates or NUL get names of their own and come back from list and load as they were", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const ids = ["a\ud800", "a\udfff", "\udc00\ud800", "nul\u0000", "%uD800"]
+        const store = yield* SessionStore
+        for (const id of ids) {
+          const session = yield* store.create({ id })
+          yield* text(session, id)
+          yield* flush(session)
+        }
+        expect(new Set(ids.map(JsonlSessions.fileName)).size).toBe(ids.length)
+        expect(JsonlSessions.fileName("a\ud800")).toBe("a%uD800.jsonl")
+        const jsonl = yield* JsonlSessions.JsonlSessions
+        expect((yield* jsonl.list).map((info) => info.id).sort()).toStrictEqual([...ids].sort())
+        for (const id of ids) expect((yield* jsonl.load(id)).header.sessionId).toBe(id)
+      }))
+    ))
+
   it.effect("appends never touch the disk; a flush returns only once the events are in the file", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
