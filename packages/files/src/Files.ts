@@ -72,7 +72,10 @@ export const toolNames: ReadonlyArray<ToolName> = Tools.toolNames
 export const readOnlyToolNames: ReadonlyArray<ToolName> = ["read", "list", "glob", "search"]
 
 /**
- * What {@link layer} takes. Sizes are in bytes.
+ * What {@link layer} takes. Sizes are in bytes; every bound is an integer of at least 1. Options
+ * the tools cannot work with (an unknown tool name, a bound of 0, `NaN` or 1.5, a malformed
+ * ignore pattern) fail the Layer's build with `INVALID_TOOL` naming them, rather than being
+ * replaced by defaults.
  *
  * @since 0.1.0
  * @category models
@@ -126,8 +129,9 @@ export const Changed: SessionEvent.Definition<"files:changed", ChangedData> = Ev
 export type ChangedData = Events.ChangedData
 
 /**
- * What building the Layer can fail with: a root that does not exist or is not a directory,
- * or a tool name already taken in the registry.
+ * What building the Layer can fail with: options that are invalid (`INVALID_TOOL`, reason
+ * `"options"`, the message naming each option and what is wrong with it), a root that does
+ * not exist or is not a directory, or a tool name already taken in the registry.
  *
  * @since 0.1.0
  * @category models
@@ -146,6 +150,8 @@ export const layerNoDeps = (
 ): Layer.Layer<never, LayerError, ToolRegistry | FileSystem.FileSystem | Path.Path> =>
   Layer.effectDiscard(
     Effect.gen(function*() {
+      const refused = Tools.checkOptions(options)
+      if (refused !== undefined) return yield* refused
       const workspace = yield* Workspace.make(options.root, {
         descriptors: true,
         fs: yield* FileSystem.FileSystem,

@@ -39,6 +39,9 @@ export const call = (name: string, args: object | string): Content.ToolCallBlock
 export const execute = (name: string, args: object | string) =>
   ToolRegistry.use((registry) => registry.execute(call(name, args)))
 
+/** Half of a surrogate pair, alone: what is no UTF-8 on the wire. */
+export const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
 /** The text of a result. */
 export const textOf = ToolResult.textOf
 

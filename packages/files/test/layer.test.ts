@@ -75,6 +75,47 @@ describe("Files.layer", () => {
       })
     }).pipe(Effect.scoped))
 
+  it.effect("options the tools cannot work with fail the Layer with INVALID_TOOL, naming each option", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const refused = (options: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const exit = yield* Effect.exit(
+            Effect.provide(Effect.void, Files.layer({ root, ...options } as Files.Options).pipe(Layer.provideMerge(ToolRegistry.layer)))
+          )
+          if (!Exit.isFailure(exit)) throw new Error("the Layer was built")
+          // a typed failure, not a defect
+          const [error, ...rest] = exit.cause.reasons.flatMap((r) => (r._tag === "Fail" ? [r.error] : []))
+          expect(rest).toStrictEqual([])
+          expect(error).toMatchObject({ _tag: "InvalidToolError", code: "INVALID_TOOL", reason: "options" })
+          return error!.message
+        })
+      // an unknown tool name was a TypeError inside the registry
+      expect(yield* refused({ tools: ["read", "grep"] })).toBe(
+        "The file tools' options are invalid (1 problem):\n" +
+          "- tools[1] is \"grep\", which is not a file tool (read, write, edit, list, glob, search)"
+      )
+      // bounds that are no integer of at least 1 were replaced by the defaults without a word
+      for (const [options, named] of [
+        [{ maxReadBytes: 0 }, "maxReadBytes must be an integer of at least 1, got 0"],
+        [{ maxEditBytes: -1 }, "maxEditBytes must be an integer of at least 1, got -1"],
+        [{ maxSearchFileBytes: Number.NaN }, "maxSearchFileBytes must be an integer of at least 1, got NaN"],
+        [{ maxLineLength: 0.5 }, "maxLineLength must be an integer of at least 1, got 0.5"],
+        [{ maxWalkEntries: "10" }, "maxWalkEntries must be an integer of at least 1, got \"10\""],
+        // a malformed ignore pattern would have ignored nothing; one that is not text was a TypeError
+        [{ ignore: ["dist", "[abc"] }, "ignore[1] (\"[abc\"): the \"[\" at character 1 opens a set"],
+        [{ ignore: [5] }, "ignore[0] (5): must be a non-empty glob pattern"],
+        [{ maxReadByte: 10 }, "maxReadByte is not an option of the file tools (root, tools, ignore, maxReadBytes,"],
+        [{ root: undefined }, "root must be the workspace directory's path, got undefined"]
+      ] as const) {
+        expect(yield* refused(options)).toContain(named)
+      }
+      // every problem at once
+      expect(yield* refused({ maxReadBytes: 0, tools: ["nope"] })).toMatch(/\(2 problems\):\n- tools\[0\].*\n- maxReadBytes/)
+      // valid bounds build
+      yield* Effect.provide(Effect.void, filesLayer(root, { maxReadBytes: 1, maxWalkEntries: 1, ignore: [] }))
+    }).pipe(Effect.scoped))
+
   it.effect("a tool name already taken fails the Layer with DUPLICATE_TOOL", () =>
     Effect.gen(function*() {
       const root = yield* tempDir

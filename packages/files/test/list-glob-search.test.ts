@@ -3,7 +3,7 @@ import { Effect, Glob } from "effect"
 import { mkdirSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { globProblem } from "../src/internal/pattern.ts"
-import { codeOf, execute, filesLayer, populate, tempDir, textOf } from "./fixtures.ts"
+import { codeOf, execute, filesLayer, loneSurrogate, populate, tempDir, textOf } from "./fixtures.ts"
 
 const run = (name: string, args: object) =>
   Effect.map(execute(name, args), (r) => ({ code: codeOf(r), text: textOf(r) }))
@@ -138,6 +138,31 @@ describe("glob", () => {
       }).pipe(Effect.provide(filesLayer(root)))
     }).pipe(Effect.scoped))
 
+  it.effect("a directory pattern of plain names matches that directory; a prefix through a link out is refused, named", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const outside = yield* tempDir
+      project(root)
+      populate(outside, { "secret.ts": "x\n" })
+      symlinkSync(outside, join(root, "src/out"))
+      yield* Effect.gen(function*() {
+        // the walk started inside the directory the pattern names, where it never meets it
+        expect((yield* run("glob", { pattern: "src/util/" })).text).toBe("src/util/")
+        expect((yield* run("glob", { pattern: "src/" })).text).toBe(
+          "src/\n(ignored: .git, node_modules; give a path inside one to search it)"
+        )
+        expect((yield* run("glob", { pattern: "util/", path: "src" })).text).toBe("src/util/")
+        expect((yield* run("glob", { pattern: "src/nope/" })).text).toBe(`No directories match "src/nope/" under "."`)
+        // the walk would start at src/out, not at path (".")
+        expect(yield* run("glob", { pattern: "src/out/*.ts" })).toStrictEqual({
+          code: "TOOL_DENIED",
+          text: `Tool "glob" was denied: "src/out" leads through the symbolic link "src/out" to ${
+            JSON.stringify(outside)
+          }, outside the workspace root ${JSON.stringify(root)}`
+        })
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
   it("refuses exactly the patterns effect's Glob would take literally", () => {
     const malformed = ["[", "a[", "[]", "[!]", "[^]", "a[b/c]", "[a-\\]", "{", "{a,b", "{a,{b}", "x/{c"]
     for (const pattern of malformed) {
@@ -224,6 +249,18 @@ describe("search", () => {
         const invalid = yield* execute("search", { pattern: "greet(", regex: true })
         expect(invalid.error).toStrictEqual({ tag: "ToolArgsError", code: "INVALID_ARGS" })
         expect(textOf(invalid)).toMatch(/^Invalid arguments for tool "search" \(1 problem\):\n- at pattern: Invalid regular expression/)
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
+  it.effect("an excerpt never splits a surrogate pair (half of one is no UTF-8 on the wire)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      // the excerpt would start (at 450) and end (at 650) inside an emoji
+      populate(root, { "emoji.txt": `${"a".repeat(449)}😀${"a".repeat(49)}NEEDLE${"b".repeat(143)}😀${"b".repeat(300)}\n` })
+      yield* Effect.gen(function*() {
+        const text = (yield* run("search", { pattern: "NEEDLE" })).text
+        expect(text).toBe(`emoji.txt:1: …${"a".repeat(49)}NEEDLE${"b".repeat(143)}…`)
+        expect(text).not.toMatch(loneSurrogate)
       }).pipe(Effect.provide(filesLayer(root)))
     }).pipe(Effect.scoped))
 

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { codeOf, execute, filesLayer, populate, tempDir, textOf } from "./fixtures.ts"
+import { codeOf, execute, filesLayer, loneSurrogate, populate, tempDir, textOf } from "./fixtures.ts"
 
 const five = "one\ntwo\nthree\nfour\nfive\n"
 
@@ -148,11 +148,15 @@ describe("read", () => {
   it.effect("long lines are cut, saying how long they were", () =>
     Effect.gen(function*() {
       const root = yield* tempDir
-      populate(root, { "min.js": `${"a".repeat(50)}\nshort\n` })
+      populate(root, { "min.js": `${"a".repeat(50)}\nshort\n`, "emoji.txt": `${"a".repeat(9)}😀bbb\n` })
       yield* Effect.gen(function*() {
         expect((yield* read({ path: "min.js" })).text).toBe(
           `     1\t${"a".repeat(10)}… (line cut: 50 characters)\n     2\tshort`
         )
+        // never inside a surrogate pair: half of one is no UTF-8, and a provider refuses the request
+        const emoji = (yield* read({ path: "emoji.txt" })).text
+        expect(emoji).toBe(`     1\t${"a".repeat(9)}… (line cut: 14 characters)`)
+        expect(emoji).not.toMatch(loneSurrogate)
       }).pipe(Effect.provide(filesLayer(root, { maxLineLength: 10 })))
     }).pipe(Effect.scoped))
 })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync, chmodSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { adversary, codeOf, execute, filesLayer, modeLayer, populate, tempDir, textOf } from "./fixtures.ts"
 
@@ -126,6 +127,23 @@ describe("write", () => {
       }).pipe(Effect.provide(filesLayer(root)))
       expect(readdirSync(root).sort()).toStrictEqual(["a.txt", "dir"])
       expect(content(root, "a.txt")).toBe("one\n")
+    }).pipe(Effect.scoped))
+
+  it.effect("a FIFO or a device in the way is FILE_IO saying it is not a regular file, for write as for read", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      execFileSync("mkfifo", [join(root, "pipe")])
+      yield* Effect.gen(function*() {
+        expect(yield* run("write", { path: "pipe", content: "x" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `Cannot write "pipe": it is not a regular file (a FIFO, a socket or a device)`
+        })
+        expect((yield* run("search", { pattern: "x", path: "pipe" })).text).toBe(
+          `Cannot search "pipe": it is not a regular file (a FIFO, a socket or a device)`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(lstatSync(join(root, "pipe")).isFIFO()).toBe(true)
     }).pipe(Effect.scoped))
 
   it.effect("a rename that fails leaves the old file untouched and no temporary file behind", () =>
@@ -312,6 +330,39 @@ describe("edit", () => {
       }).pipe(Effect.provide(filesLayer(root)))
       expect(readFileSync(join(root, "win.txt"))).toStrictEqual(Buffer.from("\uFEFFone\r\ntwo\r\nthird\r\n"))
       expect(statSync(join(root, "win.txt")).mode & 0o7777).toBe(0o600)
+    }).pipe(Effect.scoped))
+
+  it.effect("new lines written into a CRLF file get CRLF endings, whatever old matched as", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, {
+        "one-line.txt": "a\r\nb\r\nc\r\n",
+        "with-crlf.txt": "a\r\nb\r\nc\r\n",
+        "endings.txt": "a\r\nb\r\n",
+        "same.txt": "a\r\nb\r\n",
+        "mixed.txt": "a\r\nb\nc\n",
+        "lf.txt": "a\nb\n"
+      })
+      yield* Effect.gen(function*() {
+        // old has no line break, so it matched as given: the new text's LF were written as they came
+        expect((yield* run("edit", { path: "one-line.txt", old: "b", new: "b\nb2" })).code).toBe("ok")
+        // old written with the file's CRLF, new as read shows it
+        expect((yield* run("edit", { path: "with-crlf.txt", old: "b\r\n", new: "b\nb2\n" })).code).toBe("ok")
+        // a new text with a \r chooses its own endings; one that differs only in them changes nothing
+        expect((yield* run("edit", { path: "endings.txt", old: "a", new: "a\r\nz\n" })).code).toBe("ok")
+        expect((yield* run("edit", { path: "same.txt", old: "b\r\n", new: "b\n" })).text).toBe(
+          `No change: old and new are the same text, so "same.txt" was left as it is`
+        )
+        // a file with LF breaks (some or all) is written as given
+        expect((yield* run("edit", { path: "mixed.txt", old: "c", new: "c\nd" })).code).toBe("ok")
+        expect((yield* run("edit", { path: "lf.txt", old: "b", new: "b\nb2" })).code).toBe("ok")
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "one-line.txt")).toBe("a\r\nb\r\nb2\r\nc\r\n")
+      expect(content(root, "with-crlf.txt")).toBe("a\r\nb\r\nb2\r\nc\r\n")
+      expect(content(root, "endings.txt")).toBe("a\r\nz\n\r\nb\r\n")
+      expect(content(root, "same.txt")).toBe("a\r\nb\r\n")
+      expect(content(root, "mixed.txt")).toBe("a\r\nb\nc\nd\n")
+      expect(content(root, "lf.txt")).toBe("a\nb\nb2\n")
     }).pipe(Effect.scoped))
 
   it.effect("the same old and new text changes nothing; a binary or too large file is refused", () =>

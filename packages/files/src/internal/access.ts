@@ -142,15 +142,17 @@ export const expectFile = (
         })
       )
     case "Other":
-      return Effect.fail(
-        new FileIoError({
-          path: input,
-          systemCode: "EINVAL",
-          message: `Cannot ${verb} ${show(input)}: it is not a regular file (a FIFO, a socket or a device)`
-        })
-      )
+      return Effect.fail(notRegularFile(input, verb))
   }
 }
+
+/** The refusal of what is neither a regular file nor a directory: a FIFO, a socket, a device. */
+export const notRegularFile = (input: string, verb: string): FileIoError =>
+  new FileIoError({
+    path: input,
+    systemCode: "EINVAL",
+    message: `Cannot ${verb} ${show(input)}: it is not a regular file (a FIFO, a socket or a device)`
+  })
 
 /** The path parameter every tool takes. */
 export const pathParameter = (description: string) =>

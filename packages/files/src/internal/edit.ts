@@ -69,14 +69,32 @@ type Plan =
   | { readonly _tag: "Ambiguous"; readonly at: ReadonlyArray<number> }
   | { readonly _tag: "Replace"; readonly replacement: Replacement }
 
+/** Whether every line break of `text` is CRLF (and it has one): a file whose endings an edit keeps. */
+const crlfOnly = (text: string): boolean => text.includes("\r\n") && !/(^|[^\r])\n/.test(text)
+
+/**
+ * The replacement text with the file's CRLF line endings, when the file has only those and the
+ * new text has no `\r`: text written after what `read` showed (which drops the `\r`) must not
+ * put bare LF breaks into a CRLF file. A new text with a `\r` in it chooses its own endings.
+ */
+export const withFileEndings = (text: string, old: string, replacement: string): string => {
+  if (!replacement.includes("\n") || replacement.includes("\r") || !crlfOnly(text)) {
+    return replacement
+  }
+  // an old text starting with the LF of a CRLF follows its CR: a new one starting with an LF completes it
+  return old.startsWith("\n") && replacement.startsWith("\n")
+    ? `\n${replacement.slice(1).replaceAll("\n", "\r\n")}`
+    : replacement.replaceAll("\n", "\r\n")
+}
+
 /**
  * What to replace. Text read through `read` loses the `\r` of CRLF line endings, so when the
  * old text is absent as given from a CRLF file, it is looked for (and replaced) with CRLF
- * endings.
+ * endings; the new text gets the endings of a file that has only CRLF ones either way.
  */
 export const plan = (text: string, old: string, replacement: string, replaceAll: boolean): Plan => {
   if (old === replacement) return { _tag: "Same" }
-  let variant = { old, new: replacement }
+  let variant = { old, new: withFileEndings(text, old, replacement) }
   let found = occurrences(text, old)
   const tried = [old]
   if (found.length === 0 && old.includes("\n") && !old.includes("\r\n") && text.includes("\r\n")) {
@@ -89,6 +107,8 @@ export const plan = (text: string, old: string, replacement: string, replaceAll:
     }
   }
   if (found.length === 0) return { _tag: "NotFound", tried }
+  // a new text that differs from old only in line endings, once given the file's, changes nothing
+  if (variant.old === variant.new) return { _tag: "Same" }
   if (found.length > 1 && !replaceAll) return { _tag: "Ambiguous", at: found }
   return { _tag: "Replace", replacement: { ...variant, at: disjoint(found, variant.old.length) } }
 }

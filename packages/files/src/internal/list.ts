@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
-import { access, countParameter, denied, expectDirectory, pathParameter, type Settings } from "./access.ts"
+import { access, countParameter, denied, expectDirectory, pathParameter, reported, type Settings } from "./access.ts"
 import { globParameter } from "./pattern.ts"
 import { failure, show } from "./system.ts"
 import { formatSize } from "./text.ts"
@@ -98,6 +98,22 @@ export const GlobParameters = Schema.Struct({
 
 const magic = /[*?[\]{}\\]/
 
+/**
+ * The leading plain names of a pattern's segments, before the last name it matches: where the
+ * walk may start instead of at path. The trailing `/` of a directory pattern is no name, so
+ * `src/util/` starts the walk in `src`, where `util` is met.
+ */
+export const literalPrefix = (segments: ReadonlyArray<string>): Array<string> => {
+  const named = [...segments]
+  while (named.length > 0 && (named[named.length - 1] === "" || named[named.length - 1] === ".")) named.pop()
+  const literal: Array<string> = []
+  for (const segment of named.slice(0, -1)) {
+    if (magic.test(segment)) break
+    if (segment !== "" && segment !== ".") literal.push(segment)
+  }
+  return literal
+}
+
 /** The `glob` tool. */
 export const makeGlob = (settings: Settings) =>
   Tool.make("glob", {
@@ -119,21 +135,19 @@ export const makeGlob = (settings: Settings) =>
       }
       const directoriesOnly = pattern.endsWith("/")
       const glob = Glob.make(pattern)
-      // the pattern's leading plain names: where the walk may start instead of at path
-      const literal: Array<string> = []
-      for (const segment of segments.slice(0, -1)) {
-        if (magic.test(segment)) break
-        if (segment !== "" && segment !== ".") literal.push(segment)
-      }
+      const literal = literalPrefix(segments)
       return access(settings, "glob", "search", input, ({ entry, rel }) =>
         Effect.gen(function*() {
           yield* expectDirectory(entry, input, "search", "; give a directory as path")
-          const within = yield* locate(settings.workspace, [...rel, ...literal].join("/") || ".")
-          // a prefix that does not exist matches nothing; one that leads out is refused like a path
-          const start = yield* resolve(settings.workspace, within).pipe(
+          const prefix = shownRel([...rel, ...literal])
+          // a prefix that does not exist matches nothing; one that leads out is refused like a path,
+          // naming the prefix (the path the walk would have started at), not only path
+          const start = yield* locate(settings.workspace, prefix).pipe(
+            Effect.flatMap((within) => resolve(settings.workspace, within)),
             Effect.map((resolved) => (resolved._tag === "Directory" ? resolved.chain : undefined)),
             Effect.catchTag("SystemFailure", (e) =>
-              e.systemCode === "ENOENT" || e.systemCode === "ENOTDIR" ? Effect.succeed(undefined) : Effect.fail(e))
+              e.systemCode === "ENOENT" || e.systemCode === "ENOTDIR" ? Effect.succeed(undefined) : Effect.fail(e)),
+            reported(settings, "glob", "search", prefix)
           )
           const max = limit ?? defaultLimit
           const found: Array<string> = []

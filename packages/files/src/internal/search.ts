@@ -7,7 +7,7 @@ import { Tool, ToolErrors } from "@dsh/tools"
 import * as Effect from "effect/Effect"
 import * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
-import { access, type AccessError, countParameter, pathParameter, type Settings } from "./access.ts"
+import { access, type AccessError, countParameter, notRegularFile, pathParameter, type Settings } from "./access.ts"
 import { globParameter } from "./pattern.ts"
 import { make as systemFailure } from "./system.ts"
 import { decode, excerpt, formatSize, splitLines, withoutCr } from "./text.ts"
@@ -141,8 +141,10 @@ export const make = (settings: Settings) =>
               return searchFile(visit.chain, visit.name, shownRel([...rel, ...visit.rel]))
             })
             notes = walkNotes(walked)
+          } else if (entry._tag === "Missing") {
+            return yield* systemFailure("ENOENT")
           } else {
-            return yield* systemFailure(entry._tag === "Missing" ? "ENOENT" : "EINVAL")
+            return yield* notRegularFile(input, "search")
           }
           const skipped = [
             tally.binary > 0 ? `${tally.binary} binary file${tally.binary === 1 ? "" : "s"}` : undefined,

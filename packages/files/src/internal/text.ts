@@ -54,9 +54,27 @@ export const splitLines = (text: string): Array<string> => {
 /** A line without the `\r` of a CRLF ending. */
 export const withoutCr = (line: string): string => (line.endsWith("\r") ? line.slice(0, -1) : line)
 
-/** A line cut at `max` characters, saying how long it was. */
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
+
+/**
+ * `text.slice(start, end)` with its ends moved so that no surrogate pair is split: half a pair
+ * is a lone surrogate, which is not valid UTF-8 on the wire (a provider refuses the request that
+ * carries it). A start inside a pair moves past it, an end inside one moves before it.
+ */
+export const sliceWhole = (text: string, start: number, end: number = text.length): string => {
+  let from = Math.max(0, start)
+  let to = Math.min(text.length, end)
+  if (from > 0 && isLowSurrogate(text.charCodeAt(from)) && isHighSurrogate(text.charCodeAt(from - 1))) from++
+  if (to < text.length && to > from && isLowSurrogate(text.charCodeAt(to)) && isHighSurrogate(text.charCodeAt(to - 1))) {
+    to--
+  }
+  return text.slice(from, Math.max(from, to))
+}
+
+/** A line cut at `max` characters (never inside a surrogate pair), saying how long it was. */
 export const cutLine = (line: string, max: number, length = line.length): string =>
-  length <= max && line.length <= max ? line : `${line.slice(0, max)}… (line cut: ${length} characters)`
+  length <= max && line.length <= max ? line : `${sliceWhole(line, 0, max)}… (line cut: ${length} characters)`
 
 /** Lines numbered like `cat -n`: the number right-aligned, a tab, the line. */
 export const numbered = (lines: ReadonlyArray<{ readonly line: number; readonly text: string }>): string => {
@@ -64,11 +82,11 @@ export const numbered = (lines: ReadonlyArray<{ readonly line: number; readonly 
   return lines.map(({ line, text }) => `${String(line).padStart(Math.max(width, 6))}\t${text}`).join("\n")
 }
 
-/** At most `max` characters of `text`, around `at` when it is long: `…before match after…`. */
+/** At most `max` characters of `text`, around `at` when it is long: `…before match after…` (pairs kept whole). */
 export const excerpt = (text: string, at: number, max: number): string => {
   if (text.length <= max) return text
   const start = Math.max(0, Math.min(at - Math.floor(max / 4), text.length - max))
-  return `${start > 0 ? "…" : ""}${text.slice(start, start + max)}${start + max < text.length ? "…" : ""}`
+  return `${start > 0 ? "…" : ""}${sliceWhole(text, start, start + max)}${start + max < text.length ? "…" : ""}`
 }
 
 /** The 1-based line each of the (ascending) character offsets falls on. */

@@ -9,7 +9,7 @@ import { Tool } from "@dsh/tools"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { FileIoError } from "../FileError.ts"
-import { access, namesDirectory, pathParameter, type Settings } from "./access.ts"
+import { access, namesDirectory, notRegularFile, pathParameter, type Settings } from "./access.ts"
 import { createExclusive } from "./descriptor.ts"
 import { recordChange } from "./events.ts"
 import { failure, make as systemFailure, show, type SystemFailure } from "./system.ts"
@@ -84,7 +84,7 @@ export const make = (settings: Settings) =>
                 "file's name (write creates the missing directories on its way)"
             })
           }
-          if (entry._tag === "Other") return yield* systemFailure("EINVAL")
+          if (entry._tag === "Other") return yield* notRegularFile(path, "write")
           const bytes = new TextEncoder().encode(content)
           const mode = entry._tag === "File" ? entry.stat.mode : undefined
           yield* atomicWrite(settings.workspace, entry.chain, entry.name, bytes, mode)
