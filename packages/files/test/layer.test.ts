@@ -106,7 +106,9 @@ describe("Files.layer", () => {
         [{ ignore: ["dist", "[abc"] }, "ignore[1] (\"[abc\"): the \"[\" at character 1 opens a set"],
         [{ ignore: [5] }, "ignore[0] (5): must be a non-empty glob pattern"],
         [{ maxReadByte: 10 }, "maxReadByte is not an option of the file tools (root, tools, ignore, maxReadBytes,"],
-        [{ root: undefined }, "root must be the workspace directory's path, got undefined"]
+        [{ root: undefined }, "root must be the workspace directory's path, got undefined"],
+        [{ root: "" }, "root must be the workspace directory's path, got \"\""],
+        [{ root: "  " }, "root must be the workspace directory's path, got \"  \""]
       ] as const) {
         expect(yield* refused(options)).toContain(named)
       }

@@ -83,7 +83,7 @@ export const catalog = {
     raisedBy: "@dsh/session (ToolOutcomeUnknownError), raised when a session is resumed with an interrupted turn"
   },
   INVALID_TOOL: {
-    meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema, or hold a type JSON cannot carry (a Schema.declare without toCodecJson), or its timeout is no duration above zero, or the scope it is registered into is closed already; an agent.run output Schema is refused the same way.",
+    meaning: "A tool definition was refused at registration: its name does not match ^[a-zA-Z0-9_-]{1,64}$ or its parameters are not an object schema, or hold a type JSON cannot carry (a Schema.declare without toCodecJson), or its timeout is no duration above zero, or the scope it is registered into is closed already, or a capability's options cannot make its tools (Files.layer naming each option); an agent.run output Schema is refused the same way.",
     raisedBy: "@dsh/tools (InvalidToolError), raised by the tool registry"
   },
   DUPLICATE_TOOL: {
@@ -99,8 +99,8 @@ export const catalog = {
     raisedBy: "@dsh/files (FileIoError), raised by the file tools"
   },
   FILE_BINARY: {
-    meaning: "A read refused a binary file (it holds NUL bytes or is not valid UTF-8); the message says so and gives its size.",
-    raisedBy: "@dsh/files (FileBinaryError), raised by the read tool"
+    meaning: "A read or an edit refused a binary file (it holds NUL bytes or is not valid UTF-8); the message says so and gives its size.",
+    raisedBy: "@dsh/files (FileBinaryError), raised by the read and edit tools"
   },
   FILE_TOO_LARGE: {
     meaning: "A file is larger than the tool's size cap; the message gives the size and how to read it in ranges.",

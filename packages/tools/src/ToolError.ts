@@ -175,8 +175,9 @@ export class AbortedError extends Schema.TaggedError<AbortedError>()("AbortedErr
 /**
  * A tool definition was refused at registration: its name is not one providers accept
  * (`^[a-zA-Z0-9_-]{1,64}$`), or its parameters are not an object schema or hold a type JSON
- * cannot carry. `reason` says which: `"name"`, `"parameters"`, `"timeout"`, or `"scope"` when
- * the registering scope was closed already (the tool would have been unregistered at once).
+ * cannot carry. `reason` says which: `"name"`, `"parameters"`, `"timeout"`, `"scope"` when
+ * the registering scope was closed already (the tool would have been unregistered at once), or
+ * `"options"` when a capability's options cannot make its tools (`Files.layer`'s, say).
  *
  * @since 0.1.0
  * @category errors

@@ -65,7 +65,8 @@ export const optionProblems = (
       problems.push({ tool: "read", problem: `${key} is not an option of the file tools (${optionNames.join(", ")})` })
     }
   }
-  if (typeof options.root !== "string") {
+  // an empty root would resolve to the process's working directory, which nobody named
+  if (typeof options.root !== "string" || options.root.trim() === "") {
     problems.push({ tool: "read", problem: `root must be the workspace directory's path, got ${shown(options.root)}` })
   }
   const tools: unknown = options.tools
