@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import type { Content } from "@dsh/llm"
+import { AdapterSettings, type Content } from "@dsh/llm"
 import { type ToolErrors, Tool, ToolArgs, ToolRegistry } from "@dsh/tools"
 import * as NodeChildProcessSpawner from "@effect/platform-node/NodeChildProcessSpawner"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
@@ -45,7 +45,7 @@ import * as runtime from "./internal/runtime.ts"
 import * as McpContent from "./McpContent.ts"
 import { McpConnectError, type McpProtocolError, McpToolError } from "./McpErrors.ts"
 import * as McpNames from "./McpNames.ts"
-import { McpServers, type RefusedTool, type ServerStatus } from "./McpStatus.ts"
+import { McpServers, type RefusedTool } from "./McpStatus.ts"
 
 /**
  * A value of an environment variable or a header: plain, or `Redacted` (never shown in errors
@@ -146,7 +146,7 @@ export interface Options {
   /**
    * How long starting a server (handshake and tool listing) may take. 30 seconds by default.
    * The Layer fails after it plus the time taken to stop the server: a stdio server that ignores
-   * its input closing is stopped by signals, a few seconds more.
+   * its input closing is stopped by signals, up to about 10 seconds more.
    */
   readonly connectTimeout?: Duration.Input | undefined
   readonly limits?: Partial<Limits> | undefined
@@ -154,7 +154,8 @@ export interface Options {
 
 /**
  * What the Layer's construction fails with: a server that could not be started or broke the
- * protocol (the other servers are stopped), or a tool name another tool holds already.
+ * protocol (the other servers are stopped), an option that cannot work (`McpConnectError`
+ * naming it, before anything starts), or a tool name another tool holds already.
  *
  * @since 0.1.0
  * @category models
@@ -193,6 +194,88 @@ const forceKillAfter = Duration.seconds(3)
 const configError = (server: string, why: string) =>
   new McpConnectError({ server, message: `MCP server "${server}" cannot be started: ${why}` })
 
+// An option of every server (`connectTimeout`, `limits`, `servers` itself): no server to name.
+const optionsError = (why: string) => new McpConnectError({ server: "", message: `MCP servers cannot be started: ${why}` })
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && !Redacted.isRedacted(value)
+
+const isSecret = (value: unknown): value is Secret =>
+  typeof value === "string" || (Redacted.isRedacted(value) && typeof Redacted.value(value) === "string")
+
+const secretValue = (value: Secret): string => (Redacted.isRedacted(value) ? Redacted.value(value) : value)
+
+/** A duration option: above zero, or why not (`name` is how the message calls it). */
+const durationOption = (name: string, input: unknown): Result.Result<Duration.Duration | undefined, string> => {
+  if (input === undefined) return Result.succeed(undefined)
+  if (typeof input === "number" && Number.isNaN(input)) {
+    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got NaN`)
+  }
+  try {
+    return AdapterSettings.duration(name, input as Duration.Input, "positive")
+  } catch {
+    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got ${AdapterSettings.shown(input)}`)
+  }
+}
+
+/** The limits with the defaults filled in: each a whole number above zero (or `Infinity`), or why not. */
+const checkLimits = (limits: unknown): Result.Result<Limits, McpConnectError> => {
+  if (limits === undefined) return Result.succeed(defaultLimits)
+  if (!isRecord(limits)) return Result.fail(optionsError(`the option limits must be an object, got ${AdapterSettings.shown(limits)}`))
+  for (const key of Object.keys(defaultLimits) as Array<keyof Limits>) {
+    const value = limits[key]
+    if (value === undefined) continue
+    if (typeof value !== "number" || !(value === Infinity || (Number.isSafeInteger(value) && value >= 1))) {
+      return Result.fail(optionsError(`the option limits.${key} must be a whole number above zero, got ${AdapterSettings.shown(value)}`))
+    }
+  }
+  return Result.succeed({ ...defaultLimits, ...(limits as Partial<Limits>) })
+}
+
+/** Why a stdio server's settings cannot be used to start it, or `undefined`. */
+const stdioProblem = (config: Readonly<Record<string, unknown>>): string | undefined => {
+  const { args, command, cwd, env, inheritEnv } = config
+  if (typeof command !== "string") return `its command must be a string, got ${AdapterSettings.shown(command)}`
+  if (command.trim() === "") return "its command is empty"
+  if (args !== undefined) {
+    if (!Array.isArray(args)) return `its args must be an array of strings, got ${AdapterSettings.shown(args)}`
+    const at = args.findIndex((arg) => typeof arg !== "string")
+    if (at >= 0) return `its args must be strings, but args[${at}] is ${AdapterSettings.shown(args[at])}`
+  }
+  if (env !== undefined) {
+    if (!isRecord(env)) return `its env must be an object of variables, got ${AdapterSettings.shown(env)}`
+    for (const [key, value] of Object.entries(env)) {
+      if (key === "" || key.includes("=") || key.includes("\0")) return `its env has a variable name that cannot be set: ${JSON.stringify(key)}`
+      if (!isSecret(value)) return `its env variable ${key} must be a string (or Redacted), got ${AdapterSettings.shown(value)}`
+    }
+  }
+  if (
+    inheritEnv !== undefined && typeof inheritEnv !== "boolean" &&
+    !(Array.isArray(inheritEnv) && inheritEnv.every((name) => typeof name === "string"))
+  ) {
+    return `its inheritEnv must be true, false or an array of variable names, got ${AdapterSettings.shown(inheritEnv)}`
+  }
+  if (cwd !== undefined && (typeof cwd !== "string" || cwd === "")) {
+    return `its cwd must be a directory's path, got ${AdapterSettings.shown(cwd)}`
+  }
+  return undefined
+}
+
+/** Why an HTTP server's headers cannot be sent, or `undefined` (Node's client throws on them). */
+const headersProblem = (headers: unknown): string | undefined => {
+  if (headers === undefined) return undefined
+  if (!isRecord(headers)) return `its headers must be an object, got ${AdapterSettings.shown(headers)}`
+  for (const [key, value] of Object.entries(headers)) {
+    if (!AdapterSettings.isHeaderName(key)) return `its header name ${JSON.stringify(key)} cannot be sent: it must be an HTTP token`
+    if (!isSecret(value)) return `its header ${key} must be a string (or Redacted), got ${AdapterSettings.shown(value)}`
+    // The value is not quoted: it is often a secret.
+    if (!AdapterSettings.isHeaderValue(secretValue(value))) {
+      return `its header ${key} has a value that cannot be sent (a line break, another control character or a character beyond Latin-1)`
+    }
+  }
+  return undefined
+}
+
 const inheritedEnv = (inherit: StdioServer["inheritEnv"]): Record<string, string> => {
   const names = inherit === true ? Object.keys(process.env) : inherit === false ? [] : inherit ?? defaultInheritedEnv
   const env: Record<string, string> = {}
@@ -205,9 +288,8 @@ const inheritedEnv = (inherit: StdioServer["inheritEnv"]): Record<string, string
 }
 
 const stdioEndpoint = (name: string, config: StdioServer): Result.Result<runtime.Endpoint, McpConnectError> => {
-  if (typeof config.command !== "string" || config.command.trim() === "") {
-    return Result.fail(configError(name, "its command is empty"))
-  }
+  const problem = stdioProblem(config as unknown as Readonly<Record<string, unknown>>)
+  if (problem !== undefined) return Result.fail(configError(name, problem))
   const command = ChildProcess.make(config.command, [...(config.args ?? [])], {
     env: { ...inheritedEnv(config.inheritEnv), ...config.env },
     extendEnv: false,
@@ -217,30 +299,90 @@ const stdioEndpoint = (name: string, config: StdioServer): Result.Result<runtime
   return Result.succeed({ _tag: "Stdio", command })
 }
 
+// The URL as errors and logs show it: without credentials or query (where tokens hide).
+const shownUrl = (url: URL): string => {
+  const shown = new URL(url.href)
+  if (shown.username !== "" || shown.password !== "") {
+    shown.username = "REDACTED"
+    shown.password = ""
+  }
+  if (shown.search !== "") shown.search = "?REDACTED"
+  shown.hash = ""
+  return shown.href
+}
+
 const httpEndpoint = (name: string, config: HttpServer): Result.Result<runtime.Endpoint, McpConnectError> => {
   let url: URL
   try {
     url = new URL(config.url)
   } catch {
-    return Result.fail(configError(name, `its URL ${JSON.stringify(config.url)} is not a URL`))
+    return Result.fail(configError(name, `its URL ${AdapterSettings.shown(config.url)} is not a URL`))
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return Result.fail(configError(name, `its URL must be http: or https:, got ${url.protocol}`))
   }
+  const problem = headersProblem(config.headers)
+  if (problem !== undefined) return Result.fail(configError(name, problem))
   const headers: Record<string, string> = {}
-  for (const [key, value] of Object.entries(config.headers ?? {})) headers[key] = Redacted.isRedacted(value) ? Redacted.value(value) : value
-  return Result.succeed({ _tag: "Http", url: url.href, headers })
+  for (const [key, value] of Object.entries(config.headers ?? {})) headers[key] = secretValue(value)
+  return Result.succeed({ _tag: "Http", url: url.href, shownUrl: shownUrl(url), headers })
 }
 
-const endpointOf = (name: string, config: ServerConfig): Result.Result<runtime.Endpoint, McpConnectError> => {
+const endpointOf = (name: string, config: unknown): Result.Result<runtime.Endpoint, McpConnectError> => {
   const problem = McpNames.serverNameProblem(name)
   if (problem !== undefined) return Result.fail(configError(name, `its name is not valid: ${problem}`))
-  const hasCommand = "command" in config && config.command !== undefined
-  const hasUrl = "url" in config && config.url !== undefined
+  if (!isRecord(config)) {
+    return Result.fail(configError(name, `its configuration must be an object with a command or a url, got ${AdapterSettings.shown(config)}`))
+  }
+  const hasCommand = config["command"] !== undefined
+  const hasUrl = config["url"] !== undefined
   if (hasCommand === hasUrl) {
     return Result.fail(configError(name, hasCommand ? "it has both a command and a url" : "it has neither a command nor a url"))
   }
-  return hasCommand ? stdioEndpoint(name, config as StdioServer) : httpEndpoint(name, config as HttpServer)
+  return hasCommand ? stdioEndpoint(name, config as unknown as StdioServer) : httpEndpoint(name, config as unknown as HttpServer)
+}
+
+/** A configured server, its options checked. */
+interface CheckedServer {
+  readonly name: string
+  readonly endpoint: runtime.Endpoint
+  readonly connectTimeout: Duration.Duration
+  readonly timeout: Duration.Duration | undefined
+}
+
+/**
+ * Checks the Layer's options before anything starts: each one that cannot work fails the
+ * construction with `McpConnectError` naming it (and its server), instead of a defect or a
+ * server started for nothing.
+ */
+const checkOptions = (
+  options: Options
+): Result.Result<{ readonly servers: ReadonlyArray<CheckedServer>; readonly limits: Limits }, McpConnectError> => {
+  if (!isRecord(options)) return Result.fail(optionsError(`the options must be an object, got ${AdapterSettings.shown(options)}`))
+  if (!isRecord(options.servers)) {
+    return Result.fail(optionsError(`the option servers must be an object of servers by name, got ${AdapterSettings.shown(options.servers)}`))
+  }
+  const fallback = durationOption("the option connectTimeout", options.connectTimeout)
+  if (Result.isFailure(fallback)) return Result.fail(optionsError(fallback.failure))
+  const limits = checkLimits(options.limits)
+  if (Result.isFailure(limits)) return Result.fail(limits.failure)
+  const servers: Array<CheckedServer> = []
+  for (const [name, config] of Object.entries(options.servers)) {
+    const endpoint = endpointOf(name, config)
+    if (Result.isFailure(endpoint)) return Result.fail(endpoint.failure)
+    const settings = config as ServerConfig
+    const timeout = durationOption("its timeout", settings.timeout)
+    if (Result.isFailure(timeout)) return Result.fail(configError(name, timeout.failure))
+    const connectTimeout = durationOption("its connectTimeout", settings.connectTimeout)
+    if (Result.isFailure(connectTimeout)) return Result.fail(configError(name, connectTimeout.failure))
+    servers.push({
+      name,
+      endpoint: endpoint.success,
+      connectTimeout: connectTimeout.success ?? fallback.success ?? defaultConnectTimeout,
+      timeout: timeout.success
+    })
+  }
+  return Result.succeed({ servers, limits: limits.success })
 }
 
 const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`)
@@ -269,7 +411,7 @@ const notAnObject = (tool: string, args: unknown) =>
 const toolOf = (
   rt: runtime.Runtime,
   server: runtime.Server,
-  config: ServerConfig,
+  timeout: Duration.Duration | undefined,
   descriptor: McpSchema.Tool,
   name: string,
   parameters: Schema.JsonObject,
@@ -280,7 +422,7 @@ const toolOf = (
     parameters,
     // The server's own hint: it only lets calls run beside other read-only ones.
     concurrencySafe: descriptor.annotations?.readOnlyHint === true,
-    timeout: config.timeout,
+    timeout,
     execute: (args) =>
       Effect.gen(function*() {
         if (!Predicate.isObject(args)) return yield* notAnObject(name, args)
@@ -298,10 +440,10 @@ const toolOf = (
   })
 
 // Connects a server, lists its tools and builds the dsh tools of those it accepts.
-const discover = (rt: runtime.Runtime, server: runtime.Server, config: ServerConfig, limits: Limits) =>
+const discover = (rt: runtime.Runtime, server: runtime.Server, timeout: Duration.Duration | undefined, limits: Limits) =>
   Effect.gen(function*() {
     const live = yield* runtime.connect(rt, server)
-    const descriptors = yield* runtime.listTools(server, live)
+    const descriptors = yield* runtime.listTools(rt, server, live)
     const assigned = McpNames.assign(server.name, descriptors.map((d) => d.name))
     const tools: Array<Tool.Any> = []
     const entries: Array<{ name: string; mcpName: string }> = []
@@ -314,7 +456,7 @@ const discover = (rt: runtime.Runtime, server: runtime.Server, config: ServerCon
         maxBytes: limits.maxSchemaBytes
       })
       if (Result.isFailure(schema)) return refused.push({ mcpName: assignment.mcpName, reason: schema.failure })
-      tools.push(toolOf(rt, server, config, descriptor, assignment.name, schema.success, limits))
+      tools.push(toolOf(rt, server, timeout, descriptor, assignment.name, schema.success, limits))
       entries.push({ name: assignment.name, mcpName: assignment.mcpName })
     })
     for (const r of refused) {
@@ -342,35 +484,33 @@ export const layerNoDeps = (
   Layer.effect(
     McpServers,
     Effect.gen(function*() {
-      const limits: Limits = { ...defaultLimits, ...options.limits }
-      const configs = Object.entries(options.servers)
-      const servers: Array<runtime.Server> = []
-      for (const [name, config] of configs) {
-        const endpoint = yield* Effect.fromResult(endpointOf(name, config))
-        const connectTimeout = Duration.fromInputUnsafe(config.connectTimeout ?? options.connectTimeout ?? defaultConnectTimeout)
-        servers.push(runtime.makeServer(name, endpoint, connectTimeout))
-      }
+      const { limits, servers: checked } = yield* Effect.fromResult(checkOptions(options))
+      const servers = checked.map((c) => runtime.makeServer(c.name, c.endpoint, c.connectTimeout))
       const registry = yield* ToolRegistry
       const rt: runtime.Runtime = {
         servers,
         scope: yield* Effect.scope,
         spawner: yield* ChildProcessSpawner.ChildProcessSpawner,
         httpClient: yield* HttpClient.HttpClient,
-        status: yield* SubscriptionRef.make<ReadonlyArray<ServerStatus>>([])
+        status: yield* SubscriptionRef.make<runtime.Snapshot>({ statuses: [], closed: false }),
+        maxTextLength: limits.maxResultLength,
+        closed: false
       }
       // Before anything starts: a construction that fails half-way stops what it started.
       yield* Effect.addFinalizer(() => runtime.closeAll(rt))
       yield* runtime.publish(rt)
       const tools = yield* Effect.forEach(
         servers,
-        (server, i) => discover(rt, server, configs[i]![1], limits),
+        (server, i) => discover(rt, server, checked[i]!.timeout, limits),
         { concurrency: "unbounded" }
       )
       for (const tool of tools.flat()) yield* registry.register(tool)
       return McpServers.of({
-        servers: SubscriptionRef.get(rt.status),
+        servers: Effect.map(SubscriptionRef.get(rt.status), (snapshot) => snapshot.statuses),
+        // Until the snapshot the Layer's finalizer publishes, with no server too.
         changes: SubscriptionRef.changes(rt.status).pipe(
-          Stream.takeUntil((statuses) => statuses.length > 0 && statuses.every((s) => s.state === "closed"))
+          Stream.takeUntil((snapshot) => snapshot.closed),
+          Stream.map((snapshot) => snapshot.statuses)
         )
       })
     })

@@ -18,8 +18,10 @@ import { HarnessError } from "@dsh/llm"
 import * as Schema from "effect/Schema"
 
 /**
- * An MCP server could not be started or reached, or its handshake failed. At the Layer's
- * construction it fails the Layer; on a restart, the call that needed the server.
+ * An MCP server could not be started or reached, or its handshake failed, or an option of the
+ * Layer cannot work. At the Layer's construction it fails the Layer; on a restart, the call
+ * that needed the server. `server` is `""` for an option of every server (`servers`,
+ * `connectTimeout`, `limits`).
  *
  * @since 0.1.0
  * @category errors

@@ -22,6 +22,13 @@ export const everythingEntry = fileURLToPath(import.meta.resolve("@modelcontextp
 export const filesystemEntry = fileURLToPath(import.meta.resolve("@modelcontextprotocol/server-filesystem/dist/index.js"))
 
 export const everything = { command: process.execPath, args: [everythingEntry, "stdio"] }
+
+/** The hand-written stdio server of `scripted-server.mjs`, with its `MODE` and the `FIFO` its `hang` tool opens. */
+export const scripted = (env: { readonly MODE?: string; readonly FIFO?: string } = {}) => ({
+  command: process.execPath,
+  args: [fileURLToPath(new URL("scripted-server.mjs", import.meta.url))],
+  env
+})
 export const filesystem = (dir: string) => ({ command: process.execPath, args: [filesystemEntry, dir] })
 
 /** A temporary directory with `notes.txt` and a FIFO `pipe` in it. */

@@ -24,7 +24,7 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { McpClient, type McpClientError, McpProtocol, McpSchema } from "effect/ai"
+import { McpClient, McpClientError, McpProtocol, McpSchema } from "effect/ai"
 import { HttpClient } from "effect/http"
 import { type ChildProcess, ChildProcessSpawner } from "effect/process"
 import { McpConnectError, McpProtocolError, McpServerError } from "../McpErrors.ts"
@@ -34,7 +34,13 @@ import type { RefusedTool, ServerStatus, ToolEntry } from "../McpStatus.ts"
 /** @internal */
 export type Endpoint =
   | { readonly _tag: "Stdio"; readonly command: ChildProcess.Command }
-  | { readonly _tag: "Http"; readonly url: string; readonly headers: Readonly<Record<string, string>> }
+  | {
+    readonly _tag: "Http"
+    readonly url: string
+    /** The URL as messages show it: no credentials, no query. */
+    readonly shownUrl: string
+    readonly headers: Readonly<Record<string, string>>
+  }
 
 /** What the client tells servers it is. @internal */
 export const clientInfo = { name: "dsh", version: "0.1.0" } as const
@@ -52,6 +58,8 @@ export interface ProcessInfo {
   exit: string | undefined
   /** What runs when it exits (set once the connection is up). */
   onExit: Effect.Effect<void>
+  /** What runs when the transport stops reading its output, at a message it could not take. */
+  onBroken: (error: McpClientError.McpClientError) => Effect.Effect<void>
   stderr: string
   readonly decoder: TextDecoder
 }
@@ -63,6 +71,10 @@ export interface Live {
   readonly process: ProcessInfo | undefined
   /** The tools of the last `tools/list` answer left out because their descriptions do not decode. */
   readonly screened: Array<RefusedTool>
+  /** How many requests (calls, the tool listing) are waiting for an answer on it. */
+  inFlight: number
+  /** Why the stdio transport stopped reading the server's output, once it has. */
+  broken: McpClientError.McpClientError | undefined
 }
 
 /** One configured server. @internal */
@@ -81,6 +93,12 @@ export interface Server {
   refused: ReadonlyArray<RefusedTool>
 }
 
+/** What `McpServers` shows: every server, and whether the Layer has closed. @internal */
+export interface Snapshot {
+  readonly statuses: ReadonlyArray<ServerStatus>
+  readonly closed: boolean
+}
+
 /** The state of one Layer. @internal */
 export interface Runtime {
   readonly servers: ReadonlyArray<Server>
@@ -88,7 +106,11 @@ export interface Runtime {
   readonly scope: Scope.Scope
   readonly spawner: ChildProcessSpawner.ChildProcessSpawner["Service"]
   readonly httpClient: HttpClient.HttpClient
-  readonly status: SubscriptionRef.SubscriptionRef<ReadonlyArray<ServerStatus>>
+  readonly status: SubscriptionRef.SubscriptionRef<Snapshot>
+  /** How many characters of a server's own words (an error's message) a failure quotes. */
+  readonly maxTextLength: number
+  /** Whether the Layer's finalizer ran: no server is started again. */
+  closed: boolean
 }
 
 /** A server not connected yet. @internal */
@@ -120,7 +142,9 @@ const statusOf = (server: Server): ServerStatus => ({
 
 /** Publishes the current statuses. @internal */
 export const publish = (runtime: Runtime): Effect.Effect<void> =>
-  Effect.suspend(() => SubscriptionRef.set(runtime.status, runtime.servers.map(statusOf)))
+  Effect.suspend(() =>
+    SubscriptionRef.set(runtime.status, { statuses: runtime.servers.map(statusOf), closed: runtime.closed })
+  )
 
 // -----------------------------------------------------------------------------
 // Failures in words
@@ -142,19 +166,52 @@ const reasonText = (error: McpClientError.McpClientError): string => {
   return detail === "" || reason.message.includes(detail) ? reason.message : `${reason.message}: ${detail}`
 }
 
+/**
+ * A text about a server without the secrets its URL may carry: effect's errors quote the
+ * request's URL with its query (where API keys often are); its credentials they redact.
+ *
+ * @internal
+ */
+export const scrubbed = (server: Server, text: string): string => {
+  if (server.endpoint._tag !== "Http") return text
+  const search = new URL(server.endpoint.url).search
+  return search.length <= 1 ? text : text.split(search).join("?REDACTED")
+}
+
 const where = (server: Server): string =>
-  server.endpoint._tag === "Http" ? ` at ${server.endpoint.url}` : ""
+  server.endpoint._tag === "Http" ? ` at ${server.endpoint.shownUrl}` : ""
+
+/**
+ * A server's own words (a JSON-RPC error's message, an HTTP error's body) as a failure quotes
+ * them: cut at `max` characters with a note, like the text of a result, so an error cannot
+ * flood the context window either.
+ *
+ * @internal
+ */
+export const boundedText = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const code = text.charCodeAt(max - 1)
+  // Never split a surrogate pair.
+  const head = text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max)
+  return `${head}[… ${text.length - head.length} more characters cut]`
+}
+
+// What a failure says about the next call: a Layer that closed starts nothing again.
+const nextCall = (server: Server): string =>
+  server.closed ? "its Layer was shut down" : "it will be started again on the next call"
 
 /** What a failed connection attempt fails with. @internal */
 export const connectFailure = (
+  runtime: Runtime,
   server: Server,
   error: McpClientError.McpClientError,
-  process: ProcessInfo | undefined
+  process: ProcessInfo | undefined,
+  handshake?: Handshake
 ): McpConnectError | McpProtocolError => {
   const reason = error.reason
   const broken = (reason._tag === "ProtocolError" && reason.code === undefined) || reason._tag === "LimitError" ||
     reason._tag === "ValidationError"
-  const text = reasonText(error)
+  const text = boundedText(scrubbed(server, reasonText(error)), runtime.maxTextLength) + versionNote(reason, handshake)
   if (broken) {
     return new McpProtocolError({
       server: server.name,
@@ -170,6 +227,15 @@ export const connectFailure = (
   })
 }
 
+// The client refuses a handshake in another revision without saying which one it got.
+const versionNote = (reason: McpClientError.McpClientError["reason"], handshake: Handshake | undefined): string => {
+  const answered = handshake?.protocolVersion
+  if (reason._tag !== "UnsupportedError" || answered === undefined || answered === protocol.protocolVersion) return ""
+  return ` (it answered the handshake with MCP ${
+    JSON.stringify(answered.length > 40 ? `${answered.slice(0, 40)}…` : answered)
+  }; dsh speaks ${protocol.protocolVersion})`
+}
+
 /** How a failed call is handled, by what failed it. @internal */
 type CallFailure =
   | {
@@ -182,7 +248,12 @@ type CallFailure =
   | { readonly _tag: "Disconnected"; readonly text: string }
   | { readonly _tag: "Protocol"; readonly text: string; readonly drop: boolean }
 
-const classify = (error: McpClientError.McpClientError): CallFailure => {
+const classify = (server: Server, error: McpClientError.McpClientError, max: number): CallFailure => {
+  const failure = classifyReason(error)
+  return "text" in failure ? { ...failure, text: boundedText(scrubbed(server, failure.text), max) } : failure
+}
+
+const classifyReason = (error: McpClientError.McpClientError): CallFailure => {
   const reason = error.reason
   switch (reason._tag) {
     case "ProtocolError":
@@ -217,6 +288,7 @@ const newProcessInfo = (): ProcessInfo => ({
   pid: undefined,
   exit: undefined,
   onExit: Effect.void,
+  onBroken: () => Effect.void,
   stderr: "",
   decoder: new TextDecoder()
 })
@@ -268,23 +340,50 @@ const watchingSpawner = (
           })
         )
       )
-      return ChildProcessSpawner.makeHandle({ ...handle, stderr })
+      // The transport stops reading at a message that is not JSON-RPC or too large: its failure
+      // (typed as the stream's, it is the reader's) is this stream's exit. Its end (the process
+      // closing it) is left to the exit above.
+      const stdout = handle.stdout.pipe(
+        Stream.onExit((exit) => {
+          const failure: unknown = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+          return McpClientError.isMcpClientError(failure) ? Effect.suspend(() => process.onBroken(failure)) : Effect.void
+        })
+      )
+      return ChildProcessSpawner.makeHandle({ ...handle, stderr, stdout })
     })
   )
 
 /**
- * The transport with each `tools/list` answer screened tool by tool: `effect/ai`'s client
+ * The transport with each `tools/list` answer screened tool by tool (and the protocol version
+ * of the `initialize` answer noted): `effect/ai`'s client
  * decodes the whole list at once, so one tool with a bad description (an `inputSchema` that is
  * no object schema) would fail the connection and lose every other tool. A tool that does not
  * decode is left out of the answer and noted in `screened`, so it is refused alone.
  */
-const screeningTools = (transport: McpClient.Transport, screened: Array<RefusedTool>): McpClient.Transport => ({
+const screeningTools = (
+  transport: McpClient.Transport,
+  screened: Array<RefusedTool>,
+  handshake: Handshake
+): McpClient.Transport => ({
   ...transport,
   request: (message, tool) =>
     message.method === "tools/list"
       ? Effect.map(transport.request(message, tool), (response) => screenToolList(response, screened))
+      : message.method === "initialize"
+      ? Effect.tap(transport.request(message, tool), (response) => Effect.sync(() => noteHandshake(response, handshake)))
       : transport.request(message, tool)
 })
+
+/** What the server answered to `initialize`, to explain a handshake the client refused. @internal */
+export interface Handshake {
+  protocolVersion: string | undefined
+}
+
+const noteHandshake = (response: McpSchema.JsonRpcResponse, handshake: Handshake): void => {
+  if ("error" in response || !Predicate.isObject(response.result)) return
+  const version: unknown = response.result["protocolVersion"]
+  if (typeof version === "string") handshake.protocolVersion = version
+}
 
 const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
 
@@ -311,6 +410,7 @@ const open = (
   process: ProcessInfo | undefined,
   screened: Array<RefusedTool>
 ): Effect.Effect<McpClient.McpClient, McpConnectError | McpProtocolError, Scope.Scope> => {
+  const handshake: Handshake = { protocolVersion: undefined }
   const endpoint = server.endpoint
   const transport = endpoint._tag === "Stdio"
     ? McpClient.stdio({ command: endpoint.command, protocol }).pipe(
@@ -322,12 +422,27 @@ const open = (
   return transport.pipe(
     Effect.flatMap((transport) =>
       McpClient.make({ ...clientInfo, timeout: server.connectTimeout }).pipe(
-        Effect.provideService(McpClient.Transport, screeningTools(transport, screened))
+        Effect.provideService(McpClient.Transport, screeningTools(transport, screened, handshake))
       )
     ),
-    Effect.mapError((error) => connectFailure(server, error, process))
+    Effect.mapError((error) => connectFailure(runtime, server, error, process, handshake)),
+    Effect.catchDefect((defect) => Effect.fail(startDefect(runtime, server, defect, process)))
   )
 }
+
+/**
+ * What a connection attempt that died fails with: the platform throws on some settings it
+ * cannot use (a `cwd` that is a file: `spawn ENOTDIR`), and that is the server that could not
+ * be started, not a defect of the Layer.
+ */
+const startDefect = (runtime: Runtime, server: Server, defect: unknown, process: ProcessInfo | undefined) =>
+  new McpConnectError({
+    server: server.name,
+    message: `MCP server "${server.name}"${where(server)} ${
+      server.endpoint._tag === "Http" ? "could not be reached" : "could not be started"
+    }: ${boundedText(scrubbed(server, HarnessError.describe(defect)), runtime.maxTextLength)}${stderrNote(process)}`,
+    cause: defect
+  })
 
 /**
  * Drops a connection: the server is marked disconnected at once (the next call starts it
@@ -384,7 +499,7 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
         }
         return yield* Effect.failCause(opened.cause)
       }
-      const live: Live = { client: opened.value, scope, process, screened }
+      const live: Live = { client: opened.value, scope, process, screened, inFlight: 0, broken: undefined }
       server.live = live
       server.connects++
       if (opened.value.serverInfo !== undefined) {
@@ -398,6 +513,11 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
               : Effect.void
           )
         )
+        process.onBroken = (error) =>
+          Effect.suspend(() => {
+            live.broken = error
+            return dropIfBroken(runtime, server, live)
+          })
         // It may have exited between the handshake and now.
         if (process.exit !== undefined) yield* process.onExit
       }
@@ -405,6 +525,42 @@ export const connect = (runtime: Runtime, server: Server): Effect.Effect<Live, M
       return live
     })
   )
+
+/**
+ * A stdio server that broke the protocol (a line on stdout that is not JSON-RPC, one too large)
+ * between calls: its transport reads nothing more, so the connection is dropped at once, like a
+ * process that exited, and the next call starts the server again first instead of failing
+ * unsent. While requests wait, the drop waits for the last of them (see {@link waiting}):
+ * dropping first would fail a waiting one as closed instead of with the break itself, and one
+ * whose answer came just before the break still gets it.
+ *
+ * @internal
+ */
+export const dropIfBroken = (runtime: Runtime, server: Server, live: Live): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (live.broken === undefined || live.inFlight > 0) return Effect.void
+    const text = boundedText(reasonText(live.broken), runtime.maxTextLength)
+    return drop(runtime, server, live, `it broke the protocol: ${text}`).pipe(
+      Effect.flatMap((dropped) =>
+        dropped
+          ? Effect.logWarning(`dsh: MCP server "${server.name}" stopped: it broke the protocol: ${text}${stderrNote(live.process)}`)
+          : Effect.void
+      )
+    )
+  })
+
+/** Runs a request on a connection, counted as waiting for its answer (see {@link dropIfBroken}). */
+const waiting = <A, E>(runtime: Runtime, server: Server, live: Live, request: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.suspend(() => {
+    live.inFlight++
+    return Effect.ensuring(
+      request,
+      Effect.suspend(() => {
+        live.inFlight--
+        return dropIfBroken(runtime, server, live)
+      })
+    )
+  })
 
 /**
  * The server's connection, started again first if it is down (one start at a time; calls that
@@ -438,7 +594,7 @@ const disconnected = (server: Server, tool: string, live: Live, text: string) =>
     reason: "disconnected",
     message: `MCP server "${server.name}" disconnected during the call to tool "${tool}": ${text}${
       live.process?.exit === undefined ? "" : ` (its process ${live.process.exit})`
-    }; it will be started again on the next call${stderrNote(live.process)}`
+    }; ${nextCall(server)}${stderrNote(live.process)}`
   })
 
 /**
@@ -458,9 +614,9 @@ export const callTool = (
 ): Effect.Effect<McpSchema.CallToolResult, McpConnectError | McpProtocolError | McpServerError> =>
   Effect.gen(function*() {
     const live = yield* ensureLive(runtime, server, tool)
-    const outcome = yield* Effect.result(live.client.callTool({ tool: descriptor, arguments: args }))
+    const outcome = yield* Effect.result(waiting(runtime, server, live, live.client.callTool({ tool: descriptor, arguments: args })))
     if (Result.isSuccess(outcome)) return outcome.success
-    const failure = classify(outcome.failure)
+    const failure = classify(server, outcome.failure, runtime.maxTextLength)
     switch (failure._tag) {
       case "ErrorResponse":
         return yield* new McpServerError({
@@ -481,7 +637,7 @@ export const callTool = (
         return yield* new McpProtocolError({
           server: server.name,
           message: `MCP server "${server.name}" broke the protocol in the call to tool "${tool}": ${failure.text}${
-            failure.drop ? "; it will be started again on the next call" : ""
+            failure.drop ? `; ${nextCall(server)}` : ""
           }`,
           cause: outcome.failure
         })
@@ -497,15 +653,16 @@ export const callTool = (
  * @internal
  */
 export const listTools = (
+  runtime: Runtime,
   server: Server,
   live: Live
 ): Effect.Effect<ReadonlyArray<McpSchema.Tool>, McpConnectError | McpProtocolError> =>
   Effect.suspend(() => {
     // what the screening of this listing's pages leaves out, not an earlier listing's
     live.screened.length = 0
-    return live.client.listTools({ timeout: server.connectTimeout })
+    return waiting(runtime, server, live, live.client.listTools({ timeout: server.connectTimeout }))
   }).pipe(
-    Effect.mapError((error) => connectFailure(server, error, live.process))
+    Effect.mapError((error) => connectFailure(runtime, server, error, live.process))
   )
 
 /**
@@ -514,14 +671,17 @@ export const listTools = (
  * @internal
  */
 export const closeAll = (runtime: Runtime): Effect.Effect<void> =>
-  Effect.forEach(
-    runtime.servers,
-    (server) =>
-      Effect.suspend(() => {
-        server.closed = true
-        const live = server.live
-        server.live = undefined
-        return live === undefined ? Effect.void : Scope.close(live.scope, Exit.void)
-      }),
-    { concurrency: "unbounded", discard: true }
-  ).pipe(Effect.andThen(publish(runtime)))
+  Effect.suspend(() => {
+    runtime.closed = true
+    return Effect.forEach(
+      runtime.servers,
+      (server) =>
+        Effect.suspend(() => {
+          server.closed = true
+          const live = server.live
+          server.live = undefined
+          return live === undefined ? Effect.void : Scope.close(live.scope, Exit.void)
+        }),
+      { concurrency: "unbounded", discard: true }
+    )
+  }).pipe(Effect.andThen(publish(runtime)))
