@@ -25,7 +25,7 @@ export const duration = (
 ): Result.Result<Duration.Duration, string> => {
   const duration = Option.filter(Duration.fromInput(input), () => !Number.isNaN(input))
   if (Option.isNone(duration)) {
-    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got ${JSON.stringify(input) ?? String(input)}`)
+    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got ${quoted(input)}`)
   }
   const millis = Duration.toMillis(duration.value)
   return (sign === "positive" ? millis > 0 : millis >= 0)
@@ -42,7 +42,10 @@ export const duration = (
 export const retryCount = (name: string, times: unknown): Result.Result<number, string> =>
   typeof times === "number" && Number.isFinite(times) && times >= 0
     ? Result.succeed(Math.floor(times))
-    : Result.fail(`${name} must be a whole number of retries, 0 or more, got ${JSON.stringify(times) ?? String(times)}`)
+    : Result.fail(`${name} must be a whole number of retries, 0 or more, got ${quoted(times)}`)
+
+// JSON would show NaN and the infinities as null
+const quoted = (value: unknown): string => (typeof value === "number" ? String(value) : JSON.stringify(value) ?? String(value))
 
 /**
  * Whether a text may be sent as an HTTP header's name (an RFC 9110 token). Node's client throws

@@ -182,7 +182,7 @@ describe("configuration", () => {
       expect([zero.setting, zero.message]).toStrictEqual(["idleTimeout", "idleTimeout must be longer than zero, got 0"])
       expect((yield* refused({ idleTimeout: -5 })).setting).toBe("idleTimeout")
       expect((yield* refused({ retry: { maxRetryAfter: "x" as never } })).message).toContain("retry.maxRetryAfter must be a duration")
-      expect((yield* refused({ retry: { times: Number.NaN } })).message).toBe("retry.times must be a whole number of retries, 0 or more, got null")
+      expect((yield* refused({ retry: { times: Number.NaN } })).message).toBe("retry.times must be a whole number of retries, 0 or more, got NaN")
       expect((yield* refused({ retry: { times: -1 } })).setting).toBe("retry")
       const fine = yield* OpenAiCompat.settings({ ...local, idleTimeout: "5 seconds", retry: { times: 0, maxRetryAfter: 0 } })
       expect([Duration.toMillis(fine.idleTimeout), fine.retry.times, Duration.toMillis(fine.retry.maxRetryAfter)]).toStrictEqual([5000, 0, 0])
