@@ -31,7 +31,7 @@
  * |---|---|
  * | `request.system` | `system: [{type: "text", text}]` |
  * | text block | `{type: "text", text}`; an empty one is left out (the API refuses empty text) |
- * | image block (user side) | `{type: "image", source: {type: "base64", media_type, data}}` |
+ * | image block (user side) | `{type: "image", source: {type: "base64", media_type, data}}` for the types the API reads (JPEG, PNG, GIF, WebP); any other is the text `[image (media/type) omitted: …]`, since the API refuses the whole request over it and the history keeps it for every later request |
  * | `reasoning` with a `signature` (assistant) | `{type: "thinking", thinking, signature}`, unchanged |
  * | `reasoning` without one | left out: the API refuses thinking it cannot verify (another provider's reasoning) |
  * | `tool-call` (assistant) | `{type: "tool_use", id, name, input}`, `input` the model's argument text written verbatim (an empty one is `{}`; text that is not a JSON object is sent as `{"invalid_arguments": "<text>"}`, since the API takes only objects) |
@@ -113,13 +113,23 @@ const serverKind = "anthropic:server-block"
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
+// The image types the Messages API reads; it refuses a request holding any other.
+const readableImageTypes = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
+
+// An image the API cannot read (an SVG a tool returned) would fail this request and every
+// later one, since the history keeps it: it is sent as a note instead.
+const imageBlock = (block: Content.ImageBlock): Wire.ImageBlock | Wire.TextBlock =>
+  readableImageTypes.has(block.mediaType.toLowerCase())
+    ? { type: "image", source: { type: "base64", media_type: block.mediaType.toLowerCase(), data: block.data } }
+    : { type: "text", text: `[image (${block.mediaType}) omitted: Anthropic reads JPEG, PNG, GIF and WebP images only]` }
+
 const resultContent = (blocks: ReadonlyArray<Content.ToolResultContent>): Array<Wire.TextBlock | Wire.ImageBlock> => {
   const out: Array<Wire.TextBlock | Wire.ImageBlock> = []
   for (const block of blocks) {
     if (block.type === "text") {
       if (block.text !== "") out.push({ type: "text", text: block.text })
     } else if (block.type === "image") {
-      out.push({ type: "image", source: { type: "base64", media_type: block.mediaType, data: block.data } })
+      out.push(imageBlock(block))
     } else {
       out.push(customText(block))
     }
@@ -152,7 +162,7 @@ const userSide = (blocks: ReadonlyArray<Content.ContentBlock>): Array<Wire.Conte
         if (block.text !== "") others.push({ type: "text", text: block.text })
         break
       case "image":
-        others.push({ type: "image", source: { type: "base64", media_type: block.mediaType, data: block.data } })
+        others.push(imageBlock(block))
         break
       case "custom":
         // thinking and server blocks are the assistant's; a user message cannot carry them

@@ -142,6 +142,24 @@ describe("RequestBody", () => {
     })
   })
 
+  it("an image of a type the API cannot read is sent as a note, in a message or a tool result; the readable ones as images", () => {
+    const messages = [
+      Message.make("user", [Content.text("look"), Content.image("image/svg+xml", "PHN2Zz4="), Content.image("image/JPEG", "AA==")]),
+      Message.make("assistant", [Content.toolCall(id("t1"), "shot", "{}")]),
+      Message.make("user", [Content.toolResult({ toolCallId: id("t1"), content: [Content.image("image/bmp", "Qk0=")] })])
+    ]
+    const body = roundTrip(RequestBody.make(ModelRequest.make("m", messages), uncached)) as {
+      readonly messages: ReadonlyArray<{ readonly content: ReadonlyArray<Record<string, unknown>> }>
+    }
+    const note = (type: string) => ({ type: "text", text: `[image (${type}) omitted: Anthropic reads JPEG, PNG, GIF and WebP images only]` })
+    expect(body.messages[0]!.content).toStrictEqual([
+      { type: "text", text: "look" },
+      note("image/svg+xml"),
+      { type: "image", source: { type: "base64", media_type: "image/jpeg", data: "AA==" } }
+    ])
+    expect(body.messages[2]!.content).toStrictEqual([{ type: "tool_result", tool_use_id: "t1", content: [note("image/bmp")] }])
+  })
+
   it("writes each tool call's argument text verbatim as its input; otherwise the bytes are JSON.stringify of make", () => {
     const body = RequestBody.encode(steps[2]!, plain)
     expect(body).toContain(`"input":{"command": "npm test"}`)
