@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import { HarnessError } from "@dsh/llm"
 import type { Session, SessionEvent } from "@dsh/session"
 import { Derivation, SessionStore } from "@dsh/session"
 import * as Context from "effect/Context"
@@ -86,7 +87,7 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       const stateOf = (session: Session.Session) => {
         let state = watched.get(session)
         if (state === undefined) {
-          state = { session, checker: Rules.make(options), consumed: 0, read: 0, violations }
+          state = { session, checker: Rules.make(options), consumed: 0, read: 0, violations, derivation: Derivation.make(), unfed: [] }
           watched.set(session, state)
         }
         return state
@@ -183,6 +184,13 @@ interface Watched {
   /** How many of the log's events the watcher has read from the stream. */
   read: number
   readonly violations: Array<InvariantError>
+  /**
+   * The derivation of the log's history up to the last compaction, fed lazily: the events
+   * checked since are kept in `unfed` (chunks left out: derivation skips them) until the next
+   * compaction needs the history. `undefined` once the history could not be derived.
+   */
+  derivation: Derivation.Derivation | undefined
+  readonly unfed: Array<SessionEvent.SessionEvent>
 }
 
 // The per-event path lives at module level, not in the Layer's closure: every Layer built (a
@@ -199,46 +207,68 @@ const watchSession = (state: Watched): Effect.Effect<void> =>
 
 /**
  * Checks `events`, the log's events from position `from` on, skipping those already checked:
- * the watcher and a catch-up may both reach an event, and it is checked once.
+ * the watcher and a catch-up may both reach an event, and it is checked once. Synchronous up to
+ * the logging: nothing else runs between the skip and the update of `consumed`, and every
+ * violation is recorded before anything can fail.
  */
 const checkFrom = (state: Watched, from: number, events: ReadonlyArray<SessionEvent.SessionEvent>): Effect.Effect<void> => {
-  // synchronous: nothing else runs between the skip and the update of `consumed`
   const skip = Math.max(0, state.consumed - from)
   if (skip >= events.length) return Effect.void
   const checker = state.checker
   let found: Array<InvariantError> | undefined
-  let compactions: Array<SessionEvent.SessionEvent> | undefined
   for (let i = skip; i < events.length; i++) {
     const event = events[i]!
     const broken = checker.push(event)
-    if (broken.length > 0) (found ??= []).push(...broken.map((v) => toError(state.session, v)))
-    if (event.type === "compaction/applied") (compactions ??= []).push(event)
+    if (broken.length > 0) pushAll(found ??= [], broken.map((v) => toError(state.session, v)))
+    // an event the rules could not read (reported as data-shape) is left out of the derivation too
+    if (event.type !== "assistant/chunk" && state.derivation !== undefined && !broken.some(isShapeViolation)) {
+      state.unfed.push(event)
+      if (event.type === "compaction/applied") {
+        const invalid = compactedHistory(state, event)
+        if (invalid.length > 0) pushAll(found ??= [], invalid)
+      }
+    }
   }
   state.consumed = from + events.length
-  const report = (found: ReadonlyArray<InvariantError> | undefined): Effect.Effect<void> => {
-    if (found === undefined || found.length === 0) return Effect.void
-    state.violations.push(...found)
-    return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
-  }
-  if (compactions === undefined) return report(found)
-  const histories = compactions
-  return Effect.flatMap(state.session.events, (log) => report([...(found ?? []), ...compactedHistories(state.session, log, histories)]))
+  if (found === undefined) return Effect.void
+  pushAll(state.violations, found)
+  return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
+}
+
+const isShapeViolation = (v: Rules.Violation): boolean => v.rule === "data-shape"
+
+/**
+ * Appends `items` to `target` one by one: `target.push(...items)` throws a RangeError past about
+ * 100,000 items (a huge log broken at every event), and the violations would be lost.
+ */
+const pushAll = <A>(target: Array<A>, items: ReadonlyArray<A>): void => {
+  for (const item of items) target.push(item)
 }
 
 /**
- * `compacted-history-valid`: the history derived from the log up to each compaction (the log
- * is read whole: a compaction is rare, and no other rule needs the history).
+ * `compacted-history-valid` at a compaction: the history derived from the log up to it (fed
+ * with the events checked since the previous compaction, so a log with many compactions is
+ * derived once, not once per compaction). A log whose history cannot be derived at all (data
+ * past the types, reported as `data-shape`) breaks the rule at its first compaction; the later
+ * ones are not checked.
  */
-const compactedHistories = (
-  session: Session.Session,
-  log: ReadonlyArray<SessionEvent.SessionEvent>,
-  compactions: ReadonlyArray<SessionEvent.SessionEvent>
-): Array<InvariantError> =>
-  compactions.flatMap((event) => {
-    const upTo = log.findIndex((logged) => logged.seq === event.seq)
-    const history = Derivation.derive(log.slice(0, upTo + 1))
-    return Rules.compactedHistory(event, Derivation.problems(history)).map((v) => toError(session, v))
-  })
+const compactedHistory = (state: Watched, event: SessionEvent.SessionEvent): ReadonlyArray<InvariantError> => {
+  try {
+    state.derivation!.feed(state.unfed)
+    state.unfed.length = 0
+    const problems = Derivation.problems(state.derivation!.messages())
+    return Rules.compactedHistory(event, problems).map((v) => toError(state.session, v))
+  } catch (error) {
+    state.derivation = undefined
+    state.unfed.length = 0
+    return [toError(state.session, {
+      rule: "compacted-history-valid",
+      seq: event.seq,
+      type: event.type,
+      message: `the history cannot be derived from the log: ${HarnessError.describe(error)}`
+    })]
+  }
+}
 
 const toError = (session: Session.Session, v: Rules.Violation) =>
   new InvariantError({

@@ -11,8 +11,7 @@
  * @since 0.1.0
  */
 import { HarnessError, type Ids } from "@dsh/llm"
-import type { SessionEvent } from "@dsh/session"
-import { Freeze } from "@dsh/session"
+import { Freeze, SessionEvent } from "@dsh/session"
 
 /**
  * Every rule with what it requires. Keys are the rule names reported in violations.
@@ -22,7 +21,7 @@ import { Freeze } from "@dsh/session"
  */
 export const rules = {
   "seq-increments": "`seq` starts at 0 and increases by exactly one per event.",
-  "data-shape": "A core event's data has the fields its type defines, so the log can be read (data a cast or a hand-written log got past the types is a violation, not a crash of the checker).",
+  "data-shape": "An event's type is a core type or an extension type (`namespace:name`), and a core event's data has the fields its type defines, each of its kind (a content block with its `type`), so the log can be read: data a cast or a hand-written log got past the types is this violation alone at its event, not another rule's, nor a crash of the checker.",
   "data-frozen": "Every logged event is deeply frozen, so nothing can change history after the fact (by default checked on a session's first 256 events and one in 256 after them; on all with `frozen: \"deep\"`).",
   "turn-pairing": "`turn/start` and `turn/end` alternate (turns do not nest) and a `turn/end` carries its `turn/start`'s number.",
   "turn-numbering": "Turns are numbered 1, 2, … in the session; a seeded session's next turn follows the seed's last.",
@@ -106,6 +105,156 @@ export interface Options {
 }
 
 type Status = "idle" | "running" | "disposed"
+
+// ---------------------------------------------------------------------------------------------
+// data-shape: each core type's data is checked one level down (and the `type` of every content
+// block), so what the rules and the derivation read is there and of its kind. A check is one
+// expression per type reading constant property names (a full Schema check of every event, or
+// a table read by key, would cost several times the rest of the checker); each part gives
+// `undefined` or what is wrong, so the common case allocates nothing.
+
+const preview = (value: unknown): string => {
+  let text: string | undefined
+  try {
+    text = JSON.stringify(value)
+  } catch {
+    text = undefined
+  }
+  text ??= String(value)
+  return text.length <= 60 ? text : `${text.slice(0, 59)}…`
+}
+
+const wrong = (name: string, value: unknown, kind: string): string =>
+  value === undefined ? `${name} is missing` : `${name} is ${preview(value)}, not ${kind}`
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** A turn or step number. */
+const count = (value: unknown, name: string): string | undefined =>
+  typeof value === "number" && Number.isInteger(value) && value >= 1 ? undefined : wrong(name, value, "an integer ≥ 1")
+
+const integer = (value: unknown, name: string): string | undefined =>
+  Number.isInteger(value) ? undefined : wrong(name, value, "an integer")
+
+const string = (value: unknown, name: string): string | undefined =>
+  typeof value === "string" ? undefined : wrong(name, value, "a string")
+
+const record = (value: unknown, name: string): string | undefined => (isRecord(value) ? undefined : wrong(name, value, "an object"))
+
+const optionalRecord = (value: unknown, name: string): string | undefined => (value === undefined ? undefined : record(value, name))
+
+const oneOf = (value: unknown, name: string, values: ReadonlyArray<string>): string | undefined =>
+  typeof value === "string" && values.includes(value) ? undefined : wrong(name, value, `one of ${values.map((v) => JSON.stringify(v)).join(", ")}`)
+
+/** An object with a string `type`: a content block, a stream chunk. */
+const typed = (value: unknown, name: string): string | undefined =>
+  isRecord(value) && typeof value["type"] === "string" ? undefined : wrong(name, value, "an object with a string type")
+
+const blocks = (value: unknown, name: string): string | undefined => {
+  if (!Array.isArray(value)) return wrong(name, value, "an array of content blocks")
+  for (let i = 0; i < value.length; i++) {
+    const problem = typed(value[i], `${name}[${i}]`)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+const statuses = ["idle", "running", "disposed"]
+const compactionKinds = ["summary", "prune"]
+const compactionReasons = ["auto", "manual", "overflow"]
+const repairKinds = ["torn-tail", "interrupted-turn"]
+
+const prunedResults = (value: unknown): string | undefined => {
+  if (!Array.isArray(value)) return wrong("results", value, "an array")
+  for (let i = 0; i < value.length; i++) {
+    const r: unknown = value[i]
+    const name = `results[${i}]`
+    if (!isRecord(r)) return wrong(name, r, "an object")
+    const problem = integer(r["seq"], `${name}.seq`) ?? string(r["callId"], `${name}.callId`) ??
+      string(r["tool"], `${name}.tool`) ?? integer(r["chars"], `${name}.chars`)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/** What is wrong with a core event's data (its fields by name), if anything; `undefined` for other types. */
+const dataProblem = (type: string, d: Readonly<Record<string, unknown>>): string | undefined => {
+  switch (type) {
+    case "turn/start":
+      return count(d["turn"], "turn") ?? string(d["trigger"], "trigger")
+    case "turn/end":
+      return count(d["turn"], "turn") ?? record(d["reason"], "reason")
+    case "step/start":
+    case "step/end":
+      return count(d["turn"], "turn") ?? count(d["step"], "step")
+    case "user/message":
+    case "context/message":
+      return blocks(d["content"], "content") ?? string(d["source"], "source")
+    case "model/request":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? string(d["model"], "model") ??
+        optionalRecord(d["settings"], "settings")
+    case "assistant/chunk":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? typed(d["chunk"], "chunk")
+    case "assistant/message":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? blocks(d["content"], "content") ??
+        optionalRecord(d["finishReason"], "finishReason") ?? optionalRecord(d["rewrittenCallIds"], "rewrittenCallIds")
+    case "tool/call":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? string(d["callId"], "callId") ??
+        string(d["name"], "name") ?? string(d["arguments"], "arguments")
+    case "tool/result":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? string(d["callId"], "callId") ??
+        blocks(d["content"], "content") ??
+        (typeof d["isError"] === "boolean" ? undefined : wrong("isError", d["isError"], "a boolean")) ??
+        optionalRecord(d["error"], "error")
+    case "steering/message":
+      return count(d["turn"], "turn") ?? blocks(d["content"], "content") ?? string(d["source"], "source")
+    case "usage":
+      return count(d["turn"], "turn") ?? count(d["step"], "step") ?? record(d["usage"], "usage")
+    case "agent/status":
+      return string(d["agentId"], "agentId") ?? oneOf(d["status"], "status", statuses)
+    case "error":
+      return (d["turn"] === undefined ? undefined : count(d["turn"], "turn")) ??
+        (d["step"] === undefined ? undefined : count(d["step"], "step")) ??
+        string(d["message"], "message") ?? string(d["code"], "code") ??
+        (d["reportedCode"] === undefined ? undefined : string(d["reportedCode"], "reportedCode"))
+    case "session/repair":
+      return oneOf(d["kind"], "kind", repairKinds) ?? string(d["message"], "message")
+    case "compaction/applied":
+      return oneOf(d["kind"], "kind", compactionKinds) ?? oneOf(d["reason"], "reason", compactionReasons) ??
+        integer(d["tokensBefore"], "tokensBefore") ?? integer(d["tokensAfter"], "tokensAfter") ??
+        (d["kind"] === "summary"
+          ? integer(d["from"], "from") ?? integer(d["through"], "through") ?? string(d["summary"], "summary") ??
+            string(d["model"], "model")
+          : prunedResults(d["results"]))
+    case "compaction/failed":
+      return oneOf(d["kind"], "kind", compactionKinds) ?? oneOf(d["reason"], "reason", compactionReasons) ??
+        string(d["message"], "message") ?? string(d["code"], "code")
+    default:
+      return undefined
+  }
+}
+
+const extensionType = /^[^/:\s]+:\S+$/
+
+/**
+ * What makes an event's type or data one the log cannot hold, if anything: a type that is no
+ * core type and no extension type (`namespace:name`), or core data without a field its type
+ * defines or with one of another kind.
+ */
+const shapeProblem = (event: SessionEvent.SessionEvent): string | undefined => {
+  const type: unknown = event.type
+  if (typeof type === "string" && coreTypes.has(type)) {
+    const data: unknown = event.data
+    if (!isRecord(data)) return `${type}'s data is ${preview(data)}, not an object`
+    const problem = dataProblem(type, data)
+    return problem === undefined ? undefined : `${type}'s data.${problem}`
+  }
+  return typeof type === "string" && extensionType.test(type)
+    ? undefined
+    : `the type ${preview(type)} is neither a core event type nor an extension type (namespace:name)`
+}
+
+const coreTypes: ReadonlySet<string> = new Set(SessionEvent.coreTypes)
 
 const none: ReadonlyArray<Violation> = []
 
@@ -234,12 +383,21 @@ class RuleChecker implements Checker {
 
     // The common case first: a chunk streamed inside the open step before its message, with no
     // disposed agent to watch for (three in four events a loop logs are chunks).
+    // Anything else about a chunk takes the general path below.
     if (event.type === "assistant/chunk" && this.disposedAgent === undefined) {
-      const { step, turn } = event.data
-      if (turn !== this.openTurn || step !== this.openStep || this.openStep === undefined || this.stepMessage) {
-        if (this.inStep(event, turn, step) && this.stepMessage) {
-          this.violate(event, "chunk-before-message", `a chunk after step ${this.openStep}'s assistant/message`)
-        }
+      const { chunk, step, turn } = event.data
+      if (
+        turn === this.openTurn && step === this.openStep && this.openStep !== undefined && !this.stepMessage &&
+        typeof chunk === "object" && chunk !== null && typeof chunk.type === "string"
+      ) return this.taken()
+    }
+
+    // An event the log cannot hold is reported as that alone: the rules would read what is not there.
+    const problem = shapeProblem(event)
+    if (problem !== undefined) {
+      this.violate(event, "data-shape", problem)
+      if (this.disposedAgent !== undefined) {
+        this.violate(event, "nothing-after-disposed", `${String(event.type)} appended after agent ${this.disposedAgent} was disposed`)
       }
       return this.taken()
     }
@@ -339,8 +497,9 @@ class RuleChecker implements Checker {
           this.stepMessage = true
           for (const block of event.data.content) {
             if (block.type !== "tool-call") continue
-            if (block.id === "" || this.unannounced.has(block.id)) {
-              this.violate(event, "call-ids-unique", block.id === "" ? "a tool call without an id" : `tool call id ${block.id} repeats within the message`)
+            const missing = typeof block.id !== "string" || block.id === ""
+            if (missing || this.unannounced.has(block.id)) {
+              this.violate(event, "call-ids-unique", missing ? "a tool call without an id" : `tool call id ${block.id} repeats within the message`)
               continue
             }
             const call: Call = { id: block.id, called: false, answered: false }

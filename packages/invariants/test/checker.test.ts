@@ -313,6 +313,80 @@ describe("Invariants.layer: the watcher and the catch-up never check an event tw
     }))
 })
 
+describe("Invariants.layer: no violation is lost, however large or odd the log", () => {
+  it.effect("a huge seed broken at every event: every violation is recorded, verify and the teardown fail with the first", () =>
+    Effect.gen(function*() {
+      // one batch of 200,000 violations (a spread push of them would throw a RangeError)
+      const n = 200_000
+      const seed = toEvents(Array.from({ length: n }, () => draft("user/message", { content: [], source: "user" })))
+      let recorded = 0
+      let verified: Exit.Exit<void, InvariantError> | undefined
+      const exit = yield* run(Effect.gen(function*() {
+        const invariants = yield* Invariants
+        yield* (yield* SessionStore).create({ id: "huge", seed })
+        verified = yield* Effect.exit(invariants.verify)
+        recorded = (yield* invariants.violations).length
+      })).pipe(Effect.provideService(References.MinimumLogLevel, "None"))
+      expect(recorded).toBe(n)
+      expect(verified !== undefined && Exit.isFailure(verified) ? Cause.squash(verified.cause) : undefined).toMatchObject({
+        rule: "message-in-turn",
+        seq: 0
+      })
+      const error = invariantDefect(exit)
+      expect(fields(error)).toMatchObject({ rule: "message-in-turn", sessionId: "huge", seq: 0, eventType: "user/message" })
+      expect(error.message).toContain(`and ${n - 1} more violation(s)`)
+    }))
+
+  it.effect("a compaction after data the derivation cannot read: the data-shape violation fails the program, verify is no TypeError", () =>
+    Effect.gen(function*() {
+      let verified: unknown
+      const exit = yield* run(Effect.gen(function*() {
+        const session = yield* (yield* SessionStore).create({ id: "odd" })
+        const append = session.append as unknown as (type: string, data: unknown) => Effect.Effect<unknown>
+        yield* appendAll(session, [idle, agentStatus(A, "running"), draft("turn/start", { turn: 1, trigger: "send" })])
+        yield* appendAll(session, [draft("step/start", { turn: 1, step: 1 })])
+        yield* append("assistant/message", { turn: 1, step: 1, content: null })
+        yield* appendAll(session, [draft("step/end", { turn: 1, step: 1 }), draft("turn/end", { turn: 1, reason: completed })])
+        yield* appendAll(session, [draft("compaction/applied", { kind: "prune", reason: "manual", results: [], tokensBefore: 2, tokensAfter: 1 })])
+        const invariants = yield* Invariants
+        const result = yield* Effect.exit(invariants.verify)
+        verified = Exit.isFailure(result) ? Cause.squash(result.cause) : undefined
+      })).pipe(Effect.provideService(References.MinimumLogLevel, "None"))
+      expect(verified).toBeInstanceOf(InvariantError)
+      expect(fields(verified as InvariantError)).toMatchObject({ rule: "data-shape", seq: 4, eventType: "assistant/message" })
+      expect(fields(invariantDefect(exit))).toMatchObject({ rule: "data-shape", sessionId: "odd", seq: 4 })
+    }))
+
+  it.effect("a long log with a compaction every turn is checked whole, without a violation (its history is derived once)", () =>
+    Effect.gen(function*() {
+      // 4,000 turns, each followed by a summary of it: deriving the log from its start at each
+      // compaction made this take seconds (no timing is asserted: the bench measures speed)
+      const l = loop(A).idle()
+      let through = -1
+      for (let t = 0; t < 4000; t++) {
+        l.turn({ steps: [{ chunks: 2 }] })
+        const end = l.drafts.length - 2 // the turn/end (its idle status follows)
+        l.push(draft("compaction/applied", {
+          kind: "summary",
+          reason: "auto",
+          from: through + 1,
+          through: end,
+          summary: `turns 1 to ${t + 1}`,
+          model: "m",
+          tokensBefore: 100,
+          tokensAfter: 10
+        }))
+        through = end
+      }
+      const seed = toEvents(l.drafts)
+      const exit = yield* run(Effect.gen(function*() {
+        yield* (yield* SessionStore).create({ id: "compacted", seed })
+        yield* (yield* Invariants).verify
+      }))
+      expect(exit).toStrictEqual(Exit.void)
+    }))
+})
+
 describe("Invariants.layer: production compositions leave it out", () => {
   it.effect("(g) without the layer nothing checks: an illegal log is appended and the program succeeds", () =>
     Effect.gen(function*() {

@@ -61,6 +61,8 @@ const gone = agentStatus(A, "disposed")
 const c1 = Ids.callId("c1")
 const c2 = Ids.callId("c2")
 const c3 = Ids.callId("c3")
+/** A draft whose data got past the types (a cast, a hand-written log). */
+const malformed = (type: string, data: unknown): Draft => ({ type, data }) as unknown as Draft
 const turnStart = (turn: number) => draft("turn/start", { turn, trigger: "send" })
 const turnEnd = (turn: number, reason: SessionEvent.TurnEndReason = completed) => draft("turn/end", { turn, reason })
 const stepStart = (turn: number, step: number) => draft("step/start", { turn, step })
@@ -235,6 +237,60 @@ const breaking: ReadonlyArray<Breaking> = [
   }),
   breaks("call-ids-unique", "a tool call without an id", stepping(), message(1, 1, [Ids.callId("")]), {
     after: [stepEnd(1, 1), turnEnd(1)]
+  }),
+  breaks("call-ids-unique", "a tool call whose id is not there at all (past the types)", stepping(), malformed("assistant/message", {
+    turn: 1,
+    step: 1,
+    content: [{ type: "tool-call", name: "t", arguments: "{}" }]
+  }), { after: [stepEnd(1, 1), turnEnd(1)] }),
+  // data-shape: data past the types, appended through the session API, is reported as itself
+  // alone at its event (not as the rule that would have read the missing field), and the events
+  // after it are not blamed for it
+  breaks("data-shape", "a turn/start without its number (not turn-numbering)", [idle, running], malformed("turn/start", { trigger: "send" })),
+  breaks("data-shape", "a turn number that is a string", [idle, running], malformed("turn/start", { turn: "1", trigger: "send" }), {
+    after: [turnStart(1), user(), turnEnd(1)]
+  }),
+  breaks("data-shape", "an agent status that is no status: reported at it, not at the next status", [idle], malformed("agent/status", {
+    agentId: A,
+    status: "paused"
+  }), { after: [running, turnStart(1), user(), turnEnd(1), idle] }),
+  breaks("data-shape", "an agent/status without the agent's id", [idle], malformed("agent/status", { status: "running" })),
+  breaks("data-shape", "a tool/result without its call id (not result-has-call)", [...asked(c1), call(1, 1, c1)], malformed("tool/result", {
+    turn: 1,
+    step: 1,
+    content: [],
+    isError: false
+  }), { after: [result(1, 1, c1), stepEnd(1, 1)] }),
+  breaks("data-shape", "a user/message whose content is a string", [idle, running, turnStart(1)], malformed("user/message", {
+    content: "hi",
+    source: "user"
+  }), { after: [user(), turnEnd(1)] }),
+  breaks("data-shape", "a content block without its type", [idle, running, turnStart(1)], malformed("user/message", {
+    content: [{ text: "hi" }],
+    source: "user"
+  })),
+  breaks("data-shape", "an assistant/chunk without its chunk", stepping(), malformed("assistant/chunk", { turn: 1, step: 1 }), {
+    after: [chunk(1, 1), message(1, 1), stepEnd(1, 1), turnEnd(1)]
+  }),
+  breaks("data-shape", "a prune without its results (not compacted-history-valid)", oneTurn(), malformed("compaction/applied", {
+    kind: "prune",
+    reason: "auto",
+    tokensBefore: 100,
+    tokensAfter: 10
+  })),
+  breaks("data-shape", "a summary without its range (not compaction-range)", oneTurn(), malformed("compaction/applied", {
+    kind: "summary",
+    reason: "auto",
+    summary: "s",
+    model: "m",
+    tokensBefore: 100,
+    tokensAfter: 10
+  })),
+  breaks("data-shape", "a type that is neither a core type nor an extension type (namespace:name)", [idle], malformed("turn/begin", {
+    turn: 1
+  }), { after: [running, turnStart(1)] }),
+  breaks("data-shape", "after the agent's disposal: nothing-after-disposed too", [idle, gone], malformed("turn/start", {}), {
+    also: ["nothing-after-disposed"]
   }),
   // call-in-message
   breaks("call-in-message", "tool/call for a call the message did not ask for", asked(c1), call(1, 1, c2)),
@@ -572,6 +628,24 @@ describe("Rules: every rule has a log that breaks it", () => {
     expect(violations.map(brief)).toStrictEqual([{ rule: "compacted-history-valid", seq: 0, type: "compaction/applied" }])
     expect(violations[0]!.message).toContain("c1")
     expect(Rules.compactedHistory(event!, Derivation.problems(Derivation.derive(toEvents(twoTurns()))))).toStrictEqual([])
+  })
+
+  it("data-shape names the type, the field, what it holds and what the type wants", () => {
+    const messages = (drafts: ReadonlyArray<Draft>) => check(toEvents(drafts)).map((v) => `${v.rule}: ${v.message}`)
+    expect(messages([idle, running, malformed("turn/start", { turn: "1", trigger: "send" })])).toStrictEqual([
+      "data-shape: turn/start's data.turn is \"1\", not an integer ≥ 1"
+    ])
+    expect(messages([malformed("agent/status", { agentId: A, status: "paused" })])).toStrictEqual([
+      "data-shape: agent/status's data.status is \"paused\", not one of \"idle\", \"running\", \"disposed\""
+    ])
+    expect(messages([...asked(c1), call(1, 1, c1), malformed("tool/result", { turn: 1, step: 1, content: [], isError: false })]))
+      .toStrictEqual(["data-shape: tool/result's data.callId is missing"])
+    expect(messages([idle, running, turnStart(1), malformed("user/message", { content: [Content.text("a"), "b"], source: "u" })]))
+      .toStrictEqual(["data-shape: user/message's data.content[1] is \"b\", not an object with a string type"])
+    expect(messages([malformed("error", null)])).toStrictEqual(["data-shape: error's data is null, not an object"])
+    expect(messages([malformed("tool/results", {})])).toStrictEqual([
+      "data-shape: the type \"tool/results\" is neither a core event type nor an extension type (namespace:name)"
+    ])
   })
 
   it("a violation does not stop the checker: later events are still checked", () => {

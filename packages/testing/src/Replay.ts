@@ -569,7 +569,7 @@ const ending = (step: Step, requestNumber: number): Stream.Stream<never, LlmErro
       return Stream.die(
         new ReplayMismatchError({
           message: `request ${requestNumber} goes past the recording: recording exhausted — the log ends inside ` +
-            `its step (${where(step)}) after ${step.chunks.length} chunks`,
+            `its step (${where(step)}) after ${step.chunks.length} chunk${step.chunks.length === 1 ? "" : "s"}`,
           requestNumber,
           turn: step.turn,
           step: step.step,

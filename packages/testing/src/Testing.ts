@@ -100,7 +100,8 @@ export const replay = (
  * while it ran; those are then reported, so neither `Invariants.verify` nor the test layer's
  * teardown reports them again. Tests that share one layer (`layer(...)`/`it.layer` of
  * `@effect/vitest`) wrap each body in it so a violation fails the test that caused it; without
- * it, the violation still fails the run, at the suite's teardown.
+ * it, the violation still fails the run, at the suite's teardown. A body that fails keeps its
+ * own failure; the violations it caused are left to `verify` and the teardown.
  *
  * **Example** (Tests sharing one layer)
  *

@@ -352,6 +352,22 @@ describe("Replay.layer", () => {
     }).pipe(Effect.provide(replaying(events)))
   })
 
+  it.effect("a log cut after one chunk says so in the singular", () => {
+    const events = log(
+      ["turn/start", { turn: 1, trigger: "send" }],
+      ["step/start", { turn: 1, step: 1 }],
+      ["model/request", { turn: 1, step: 1, model: "m", settings: {} }],
+      ...chunks(1, 1, partial.slice(0, 1))
+    )
+    const [step] = Replay.steps(events)
+    return Effect.gen(function*() {
+      const cut = yield* drain(step!.request)
+      expect(mismatchOf(cut.exit).message).toBe(
+        `request 1 goes past the recording: recording exhausted — the log ends inside its step (turn 1, step 1, seq ${step!.seq}) after 1 chunk`
+      )
+    }).pipe(Effect.provide(replaying(events)))
+  })
+
   it.effect("an interrupted step hangs after its chunks (the replaying test interrupts it again); a cut log dies", () => {
     const events = log(
       ["turn/start", { turn: 1, trigger: "send" }],
