@@ -144,7 +144,9 @@ export interface Agent {
    * `InvalidOutputError`, or `AgentDisposedError` when the agent was disposed first.
    * Interrupting `run` aborts its turn (or drops its message if no turn took it yet). Called
    * from inside the agent's own turn (a tool, a listener), which it would wait for, it fails
-   * at once with `InvalidInputError`; `send` queues a message from there.
+   * at once with `InvalidInputError`; `send` queues a message from there. The same holds
+   * through other agents: a turn that another agent's `run` waits for runs inside that agent
+   * (A's tool runs B, B's tool runs A: refused, where it would wait on itself).
    */
   readonly run: {
     <A>(
@@ -153,7 +155,12 @@ export interface Agent {
     ): Effect.Effect<TurnResult.TurnResult<A>, RunError>
     (input: Input, options?: TurnResult.RunOptions): Effect.Effect<TurnResult.TurnResult, RunError>
   }
-  /** Injects a message between the steps of the running turn; like `send` when idle. */
+  /**
+   * Injects a message between the steps of the running turn; like `send` when idle. Steering
+   * that arrives during the turn's last step (its typed answer given, `maxSteps` or the
+   * invalid-arguments limit reached) is not logged in it, which no step would answer: it
+   * becomes the next turn's message.
+   */
   readonly steer: (input: Input, options?: MessageOptions) => Effect.Effect<void, AgentDisposedError | InvalidInputError>
   /**
    * Appends a `context/message` without starting a turn. A listener that fails on it cannot
@@ -170,14 +177,21 @@ export interface Agent {
    * agent (a tool, a listener), where it returns at once. Messages
    * queued behind the running turn are served next. A running `compact()` is aborted like a
    * turn; with nothing running, one asked for and not started yet fails `ABORTED` without
-   * running. No-op when nothing is running or queued.
+   * running. No-op when nothing is running or queued. The reason is logged in `turn/end` and
+   * carried by `TurnAbortedError`; one that is not text (past the types) is kept as its
+   * description.
    */
   readonly abort: (reason?: string) => Effect.Effect<void>
   /** The status now. */
   readonly status: Effect.Effect<Status>
-  /** The status now, then every change. */
+  /** The status now, then every change; it ends with `disposed`. */
   readonly statusChanges: Stream.Stream<Status>
-  /** Every event the agent logs from the moment of subscription (status changes included), until disposal. */
+  /**
+   * Every event the agent logs from the moment of subscription (status changes included),
+   * until disposal: the stream ends with the agent's `disposed` status, also on a session that
+   * outlives the agent (one resumed from its store); subscribed after the disposal, it ends at
+   * once.
+   */
   readonly events: Stream.Stream<SessionEvent.SessionEvent>
   /**
    * Waits until the agent is idle with nothing queued (or disposed). Called from inside the
@@ -298,7 +312,8 @@ export interface CompactionReport {
  * disposed (a running turn ends `disposed`, within `abortGrace`). `create` fails with
  * `SessionExistsError` for a session id the store holds already, and with
  * `SessionLockedError` for a `resume` of a session another agent drives (a session has one
- * writer), and with `InvalidInputError` for options out of their ranges (each one named).
+ * writer), and with `InvalidInputError` for options out of their ranges or of another shape (a
+ * `resume` or `fork` that is no session, options that are no object), each one named.
  *
  * @since 0.1.0
  * @category services

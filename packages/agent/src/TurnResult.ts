@@ -64,7 +64,10 @@ export interface TurnResult<A = undefined> {
   readonly messages: History.History
   /** Every tool call of the turn, in order, with its result. */
   readonly toolCalls: ReadonlyArray<ToolExchange>
-  /** The usage of the turn's model calls, summed. */
+  /**
+   * The usage of the turn's model calls, summed over its steps (a summary a compaction wrote
+   * during the turn keeps its own, in its `compaction/applied` event).
+   */
   readonly usage: Usage.Usage
   /** How the turn ended: `completed`. */
   readonly reason: SessionEvent.TurnEndReason

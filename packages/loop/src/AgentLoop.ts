@@ -104,7 +104,7 @@ export const layer: Layer.Layer<
 
     const create = (options: Agent.Options): Effect.Effect<Agent.Agent, CreateError, Scope.Scope> =>
       Effect.gen(function*() {
-        const agentId = Ids.agentId(options.id ?? crypto.randomUUID())
+        const agentId = Ids.agentId(typeof options?.id === "string" && options.id !== "" ? options.id : crypto.randomUUID())
         yield* checkOptions(agentId, options)
         const session = yield* sessionFor(store, options.session ?? {}, agentId)
         yield* claim(drivers, session, agentId)
@@ -139,6 +139,9 @@ export const layer: Layer.Layer<
 
 /** Refuses options out of their ranges, naming each (a mistake there is found at creation, not mid-session). */
 const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<void, InvalidInputError> => {
+  if (!isRecord(options)) {
+    return Effect.fail(new InvalidInputError({ message: `an agent was not created: its options must be an object, got ${HarnessError.describe(options)}`, agentId }))
+  }
   const problems: Array<string> = []
   const count = (name: string, value: unknown, min: number) => {
     if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= min)) {
@@ -173,8 +176,26 @@ const sessionProblems = (source: Agent.SessionSource | undefined): ReadonlyArray
   const idProblem = id !== undefined && (typeof id !== "string" || id === "")
     ? [`session.id must be a non-empty string, got ${HarnessError.describe(id)}`]
     : []
-  return [...idProblem, ...seedProblems(source)]
+  return [...idProblem, ...seedProblems(source), ...sessionValueProblems(source)]
 }
+
+/** What is wrong with the session given to resume or to fork: it must be a session (possible past the types). */
+const sessionValueProblems = (source: Agent.SessionSource): ReadonlyArray<string> => {
+  const key = "resume" in source ? "resume" : "fork" in source ? "fork" : undefined
+  if (key === undefined) return []
+  const value: unknown = (source as unknown as Record<string, unknown>)[key]
+  return isSession(value)
+    ? []
+    : [`session.${key} must be a session (an agent's \`session\`, or the one a store's resume returned), got ${HarnessError.describe(value)}`]
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+// the parts of a session the loop reads first: enough to tell one from a mistake
+const isSession = (value: unknown): value is Session.Session =>
+  isRecord(value) && typeof value["id"] === "string" && Effect.isEffect(value["events"]) &&
+  Effect.isEffect(value["closed"]) && typeof value["append"] === "function" && typeof value["streamFrom"] === "function"
 
 /** What is wrong with a seed log: it must be events counting from seq 0 with no gap (the session's own check throws). */
 const seedProblems = (source: Agent.SessionSource): ReadonlyArray<string> => {
@@ -201,7 +222,8 @@ const sessionFor = (
       const session = source.resume
       if (yield* session.closed) {
         return yield* new SessionErrors.SessionLockedError({
-          message: `session ${session.id} is closed and takes no more events; resume it again from its store`,
+          message: `session ${session.id} is closed and takes no more events; resume it again from its store ` +
+            "(JsonlSessions.resume), or start a session from its events (session: { id, seed: events })",
           sessionId: session.id
         })
       }

@@ -102,6 +102,28 @@ export type AssemblyEffect = Effect.Effect<Assembly, PromptSectionError>
  */
 export type AssemblyMiddleware = Middleware.Middleware<AssemblyInput, AssemblyEffect>
 
+// What a section is called in a failure: its name, or what stands in its place.
+const nameOf = (section: unknown): string => {
+  const name: unknown = typeof section === "object" && section !== null ? (section as { name?: unknown }).name : undefined
+  return typeof name === "string" ? name : HarnessError.describe(name ?? section)
+}
+
+// Why a section is not `{ name, content }`, if it is not (possible past the types).
+const shapeProblem = (section: unknown): string | undefined => {
+  if (typeof section !== "object" || section === null) {
+    const shown = typeof section === "string" ? JSON.stringify(section) : HarnessError.describe(section)
+    return `it is ${shown}, not a section { name, content }`
+  }
+  const { name } = section as { name?: unknown }
+  return typeof name === "string" ? undefined : `its name is ${HarnessError.describe(name)}, not a string`
+}
+
+// A section's place: its order when that is a number, else 0 (a malformed one fails at assembly).
+const orderOf = (section: unknown): number | undefined => {
+  const order: unknown = typeof section === "object" && section !== null ? (section as { order?: unknown }).order : undefined
+  return typeof order === "number" && !Number.isNaN(order) ? order : undefined
+}
+
 /**
  * @since 0.1.0
  * @category services
@@ -125,14 +147,17 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
 
     const misbehaved = (section: Section, why: string, cause?: unknown) =>
       new PromptSectionError({
-        message: `prompt section "${section.name}" failed: ${why}`,
-        section: section.name,
+        message: `prompt section ${JSON.stringify(nameOf(section))} failed: ${why}`,
+        section: nameOf(section),
         ...(cause === undefined ? {} : { cause })
       })
 
-    // A section's content comes from outside the types (a config, a plugin): what is neither
-    // a string nor an Effect of one is the section's failure, not a dead assembly.
+    // A section comes from outside the types (a config, a plugin): a section that is no
+    // `{ name, content }`, or content that is neither a string nor an Effect of one, is the
+    // section's failure, not a dead assembly.
     const render = (section: Section): Effect.Effect<string, PromptSectionError> => {
+      const shape = shapeProblem(section)
+      if (shape !== undefined) return Effect.fail(misbehaved(section, shape))
       const content: unknown = section.content
       if (typeof content === "string") return Effect.succeed(content)
       if (!Effect.isEffect(content)) {
@@ -166,7 +191,7 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
       )
 
     return SystemPrompt.of({
-      addSection: (section) => sections.add(section, section.order),
+      addSection: (section) => sections.add(section, orderOf(section)),
       use: chain.register,
       assemble: (input) =>
         chain.apply(input, base).pipe(

@@ -9,6 +9,7 @@
  */
 import { type Agent, AgentDisposedError, InvalidInputError, type TurnResult } from "@dsh/agent"
 import { Content, HarnessError } from "@dsh/llm"
+import type { SessionEvent } from "@dsh/session"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -145,6 +146,13 @@ const abort = Effect.fnUntraced(function*(env: Env, state: AgentState, reason: s
 })
 
 /**
+ * An abort's reason as text: it is logged in `turn/end` and carried by `TurnAbortedError`, both
+ * of which hold a string; anything else (possible past the types) is described.
+ */
+const reasonOf = (reason: unknown): string | undefined =>
+  reason === undefined || typeof reason === "string" ? reason : HarnessError.describe(reason)
+
+/**
  * Refuses a call that waits for a turn of this agent when made from inside one (a tool, a
  * listener): that turn cannot start before the one the caller runs in ends.
  */
@@ -152,7 +160,7 @@ const refuseInside = Effect.fnUntraced(function*(env: Env, call: string, instead
   if (!(yield* InsideAgents).has(env.agentId)) return
   return yield* new InvalidInputError({
     message: `agent ${env.agentId}: ${call} was called from inside the agent's own turn (a tool or a listener), ` +
-      `which would wait for itself; ${instead}`,
+      `or from a turn that turn waits for, which would wait for itself; ${instead}`,
     agentId: env.agentId
   })
 })
@@ -175,13 +183,28 @@ export const makeHandle = (env: Env, state: AgentState): Agent.Agent => ({
         env.session.appendIf(() => !state.disposing, "context/message", { content, source: options?.source ?? "context" }),
         (event) => (event === undefined ? disposed(env) : announceWithinGrace(env, state, event))
       )),
-  abort: (reason) => abort(env, state, reason),
+  abort: (reason) => abort(env, state, reasonOf(reason)),
   status: Effect.sync(() => state.status ?? "idle"),
-  statusChanges: SubscriptionRef.changes(state.statusRef),
-  events: Stream.unwrap(Effect.map(env.session.seq, (seq) => env.session.streamFrom(seq))),
+  statusChanges: SubscriptionRef.changes(state.statusRef).pipe(Stream.takeUntil((status) => status === "disposed")),
+  events: eventsUntilDisposed(env, state),
   awaitIdle: Effect.andThen(refuseInside(env, "awaitIdle", "the agent is idle only after the turn it was called from ends; wait from outside"), Effect.suspend(() => Deferred.await(state.idle))),
   compact: () => requestCompaction(env, state)
 })
+
+/**
+ * The events the agent logs from the subscription on, ending with its `disposed` status: a
+ * session may outlive its agent (one resumed from its store), and its stream would go on. A
+ * subscription after the disposal ends at once.
+ */
+const eventsUntilDisposed = (env: Env, state: AgentState): Stream.Stream<SessionEvent.SessionEvent> =>
+  Stream.unwrap(Effect.map(env.session.seq, (seq) =>
+    // the status is set before its event is appended: read after the seq, it cannot miss it
+    state.status === "disposed"
+      ? Stream.empty
+      : env.session.streamFrom(seq).pipe(Stream.takeUntil((event) => isDisposal(env, event)))))
+
+const isDisposal = (env: Env, event: SessionEvent.SessionEvent): boolean =>
+  event.type === "agent/status" && event.data.agentId === env.agentId && event.data.status === "disposed"
 
 /**
  * Disposes the agent: aborts what runs (its turn ends `disposed`) and what is queued, lets the

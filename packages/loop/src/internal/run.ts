@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Output from "./output.ts"
-import { type AgentState, type Env, type Pending, requestAbort, type TurnReport } from "./state.ts"
+import { type AgentState, type Env, InsideAgents, type Pending, requestAbort, type TurnReport } from "./state.ts"
 
 /** Runs a message through a turn: queue it with a waiter, wait, read the result. */
 export const run = Effect.fnUntraced(function*(
@@ -31,12 +31,14 @@ export const run = Effect.fnUntraced(function*(
   }
   const output = options?.output === undefined ? undefined : yield* Effect.fromResult(Output.make(options.output))
   const waiter = Deferred.makeUnsafe<TurnReport>()
+  const callers = yield* InsideAgents
   const pending: Pending = {
     content,
     source: options?.source ?? "user",
     trigger: "send",
     waiter,
-    ...(output === undefined ? {} : { output })
+    ...(output === undefined ? {} : { output }),
+    ...(callers.size === 0 ? {} : { callers })
   }
   yield* queue(pending)
   const report = yield* Deferred.await(waiter).pipe(Effect.onInterrupt(() => giveUp(env, state, pending)))

@@ -79,6 +79,12 @@ export interface Pending {
   readonly waiter?: Deferred.Deferred<TurnReport>
   /** `agent.run`'s answer Schema: such a message ends its turn's batch. */
   readonly output?: Output
+  /**
+   * The agents `agent.run`'s caller runs inside (it is a tool or a listener of theirs), which
+   * wait for the turn that takes the message: that turn runs inside them too (see
+   * {@link InsideAgents}).
+   */
+  readonly callers?: ReadonlySet<string>
   /** When it arrived, among the agent's messages (set when it is queued). */
   readonly arrival?: number
 }
@@ -205,8 +211,10 @@ export interface Step {
 }
 
 /**
- * The agents whose fibers the current fiber belongs to: an `abort` called from inside an
- * agent (a tool, a listener) must not wait for the turn it runs in.
+ * The agents whose fibers the current fiber belongs to, and those waiting for the turn it runs
+ * in (whose tool or listener called `agent.run`): an `abort` called from inside an agent (a
+ * tool, a listener) must not wait for the turn it runs in, and a `run` there is refused, where
+ * it would wait for itself — also through another agent (A's tool runs B, B's tool runs A).
  */
 export const InsideAgents = Context.Reference<ReadonlySet<string>>("@dsh/loop/InsideAgents", {
   defaultValue: () => new Set()

@@ -27,7 +27,7 @@ import { compact, compactIfNeeded, isOverflow, type Log } from "./compaction.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
 import { describeCause, seamOutput } from "./failure.ts"
 import * as Output from "./output.ts"
-import type { AgentState, Env, Outcome, Pending, Run, Step, Turn, TurnReport } from "./state.ts"
+import { type AgentState, type Env, InsideAgents, type Outcome, type Pending, type Run, type Step, type Turn, type TurnReport } from "./state.ts"
 import { runStep, type StepFailure, type StepResult } from "./step.ts"
 
 const completed: Outcome = { _tag: "Completed" }
@@ -61,7 +61,7 @@ const turnWork = Effect.fnUntraced(function*(
   number: number
 ): Effect.fn.Return<TurnReport> {
   const turn = yield* openTurn(env, state, run, number, messages)
-  const body = yield* Effect.forkDetach(turnBody(env, state, turn))
+  const body = yield* Effect.forkDetach(insideCallers(turnBody(env, state, turn), messages))
   const outcome = yield* awaitBody(env, turn, body)
   // after an abort, the closing and the flush get a grace of their own (not none)
   const window = turn.run.abort === undefined ? undefined : yield* graceFromNow(env.abortGrace)
@@ -72,6 +72,18 @@ const turnWork = Effect.fnUntraced(function*(
   const report: TurnReport = { turn: number, start: turn.start, outcome, abort: run.abort, output: turn.output }
   return report
 })
+
+/**
+ * Runs the turn's work inside the agents whose `agent.run` callers wait for it (a tool of
+ * theirs called it): a `run` back into one of them from this turn is refused at once, where it
+ * would wait for the very turn that waits for it.
+ */
+const insideCallers = <A, E>(work: Effect.Effect<A, E>, messages: ReadonlyArray<Pending>): Effect.Effect<A, E> => {
+  const callers = messages.flatMap((pending) => (pending.callers === undefined ? [] : [...pending.callers]))
+  if (callers.length === 0) return work
+  return Effect.flatMap(Effect.service(InsideAgents), (inside) =>
+    Effect.provideService(work, InsideAgents, new Set([...inside, ...callers])))
+}
 
 /**
  * Logs `turn/start` and the messages, before anything can fail or be aborted: a message taken
@@ -132,7 +144,10 @@ const turnBody = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: 
     if (result === undefined) continue
     const answer = yield* awaitedAnswer(env, state, turn, result)
     const stuck = answer === "answered" ? undefined : countInvalidArgs(env, turn, step)
-    const steered = yield* drainSteering(env, state, turn)
+    // steering that arrived during the turn's last step is not logged in it: no step would
+    // answer it, so it stays queued and becomes the next turn's messages
+    const last = endsTurn(env, number, answer, stuck)
+    const steered = last ? false : yield* drainSteering(env, state, turn)
     yield* logInTurn(env, state, turn, "step/end", { turn: turn.number, step: number }, () => (turn.step = undefined))
     if (stuck !== undefined) return stuck
     if (answer === "answered") return completed
@@ -147,10 +162,22 @@ const turnBody = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: 
       },
       (input) => Effect.succeed(input.hadToolCalls || input.steered)
     ).pipe(Effect.flatMap(seamOutput("continuation", env.hooks.continuation, "true or false", Predicate.isBoolean)))
-    // steering queued by step-end or continuation listeners forces another step
-    if (!proceed && state.steering.length === 0) return completed
+    // steering queued by step-end or continuation listeners forces another step, but the last
+    if (!proceed && (last || state.steering.length === 0)) return completed
   }
 })
+
+/**
+ * Whether the step just run is the turn's last whatever steering arrived meanwhile: its typed
+ * answer was given, a tool's invalid arguments reached the limit, or it was the last step
+ * `maxSteps` allows.
+ */
+const endsTurn = (
+  env: Env,
+  step: number,
+  answer: "answered" | "asked-again" | undefined,
+  stuck: Outcome | undefined
+): boolean => answer === "answered" || stuck !== undefined || step >= env.maxSteps
 
 /** Logs a compaction's events as the turn's (dropped once it is closed). */
 const logCompaction = (env: Env, state: AgentState, turn: Turn): Log => (type, data) => logInTurn(env, state, turn, type, data)
