@@ -18,8 +18,8 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import Module from "node:module"
-import { homedir } from "node:os"
-import { basename, dirname, join } from "node:path"
+import { homedir, userInfo } from "node:os"
+import { basename, dirname, isAbsolute, join } from "node:path"
 import * as vm from "node:vm"
 
 const bundle = join(__dirname, "dsh-command.cjs")
@@ -29,9 +29,33 @@ const commands = new Set(["run", "chat", "resume", "sessions", "replay"])
 
 const commandOf = (argv: ReadonlyArray<string>): string => commands.has(argv[2] ?? "") ? argv[2]! : "other"
 
-const cacheFileOf = (stats: { readonly size: number; readonly mtimeMs: number }): string => {
+/** `HOME`, else (unset or empty) the account's home: never `""`, which would put the cache in the working directory. */
+const homeDirectory = (): string => {
+  const named = process.env["HOME"] ?? ""
+  if (named !== "") return named
+  try {
+    return userInfo().homedir || homedir()
+  } catch {
+    return homedir()
+  }
+}
+
+/**
+ * `$XDG_CACHE_HOME` when it is an absolute path (the XDG spec has a relative one ignored), else
+ * `~/.cache`; none when there is no absolute home either (the start goes without a cache).
+ */
+const cacheHome = (): string | undefined => {
+  const named = process.env["XDG_CACHE_HOME"] ?? ""
+  if (named !== "" && isAbsolute(named)) return named
+  const home = homeDirectory()
+  return isAbsolute(home) ? join(home, ".cache") : undefined
+}
+
+const cacheFileOf = (stats: { readonly size: number; readonly mtimeMs: number }): string | undefined => {
   const command = commandOf(process.argv)
-  const directory = join(process.env["XDG_CACHE_HOME"] || join(homedir(), ".cache"), "dsh", "code-cache")
+  const base = cacheHome()
+  if (base === undefined) return undefined
+  const directory = join(base, "dsh", "code-cache")
   return join(directory, `${command}-${process.version}-${process.arch}-${stats.size}-${Math.trunc(stats.mtimeMs)}.bin`)
 }
 

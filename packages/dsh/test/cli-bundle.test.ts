@@ -120,6 +120,14 @@ describe("the bundled dsh command", slow, () => {
     expect(existsSync(join(off.root, ".cache", "dsh"))).toBe(false)
   })
 
+  it("the launcher's code cache never goes under the working directory: a relative XDG_CACHE_HOME is ignored for ~/.cache", async () => {
+    const home = makeHome({ XDG_CACHE_HOME: "cache" })
+    const result = await dsh(home, ["--version"])
+    expect(result.status).toBe(0)
+    expect(readdirSync(home.cwd)).toStrictEqual([])
+    expect(readdirSync(join(home.root, ".cache", "dsh", "code-cache")).filter((name) => name.startsWith("other-"))).toHaveLength(1)
+  })
+
   it("typed failures: no key (LLM_CONFIG, exit 2), Anthropic's adapter without its key, a failing provider", async () => {
     const noKey = makeHome()
     delete noKey.env["DEEPSEEK_API_KEY"]

@@ -89,6 +89,16 @@ const json = Flag.Boolean("json").pipe(
   Flag.withDefault(false)
 )
 
+const listJson = Flag.Boolean("json").pipe(
+  Flag.withDescription("Machine-readable output: the sessions as one JSON array"),
+  Flag.withDefault(false)
+)
+
+const replayJson = Flag.Boolean("json").pipe(
+  Flag.withDescription("Machine-readable output: the verdict as one JSON object"),
+  Flag.withDefault(false)
+)
+
 const hideReasoning = Flag.Boolean("hide-reasoning").pipe(
   Flag.withDescription("Do not show the model's reasoning"),
   Flag.withDefault(false)
@@ -218,7 +228,7 @@ const storeFlags = { config, sessions }
 
 const list = Command.make(
   "list",
-  { json, ...storeFlags },
+  { json: listJson, ...storeFlags },
   (input) =>
     Effect.flatMap(
       Effect.promise(() => import("./Sessions.ts")),
@@ -257,7 +267,7 @@ const replay = Command.make(
     tools,
     mcp,
     yes,
-    json
+    json: replayJson
   },
   (input) =>
     Effect.flatMap(

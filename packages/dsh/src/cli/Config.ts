@@ -34,12 +34,12 @@ import { OpenAiError, Profile, Profiles } from "@dsh/openai"
 import { type PermissionErrors, Policy } from "@dsh/permissions"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
-import * as Option from "effect/Option"
+import type * as PlatformError from "effect/PlatformError"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { homedir } from "node:os"
+import { homedir, userInfo } from "node:os"
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 
@@ -283,7 +283,33 @@ export const shippedProviders: ReadonlyArray<string> = [...Profiles.names, "anth
 export const defaultPrompt = "You are dsh, an assistant working in the user's terminal. Answer concisely. " +
   "When you have tools, use them to look things up rather than guessing, and say what you did."
 
-const home = (env: Environment): string => env["HOME"] ?? homedir()
+/**
+ * The home directory: `HOME`, else (unset or empty, as `HOME= dsh …` leaves it) the account's
+ * own, never `""` (which would put the defaults under the working directory).
+ *
+ * @since 0.1.0
+ * @category paths
+ */
+export const homeDirectory = (env: Environment): string => {
+  const named = nonEmpty(env["HOME"])
+  if (named !== undefined) return named
+  try {
+    return userInfo().homedir || homedir()
+  } catch {
+    return homedir()
+  }
+}
+
+const home = homeDirectory
+
+/**
+ * An XDG base directory variable's value, when it is one: an absolute path (the XDG spec has
+ * a relative one ignored, as unset).
+ */
+const xdgDirectory = (env: Environment, name: string): string | undefined => {
+  const value = nonEmpty(env[name])
+  return value !== undefined && isAbsolute(value) ? value : undefined
+}
 
 /**
  * The config file when neither `--config` nor `DSH_CONFIG` names one.
@@ -292,7 +318,7 @@ const home = (env: Environment): string => env["HOME"] ?? homedir()
  * @category paths
  */
 export const defaultConfigFile = (env: Environment): string =>
-  join(nonEmpty(env["XDG_CONFIG_HOME"]) ?? join(home(env), ".config"), "dsh", "config.json")
+  join(xdgDirectory(env, "XDG_CONFIG_HOME") ?? join(home(env), ".config"), "dsh", "config.json")
 
 /**
  * The sessions directory when nothing names one.
@@ -301,7 +327,7 @@ export const defaultConfigFile = (env: Environment): string =>
  * @category paths
  */
 export const defaultSessionsDirectory = (env: Environment): string =>
-  join(nonEmpty(env["XDG_DATA_HOME"]) ?? join(home(env), ".local", "share"), "dsh", "sessions")
+  join(xdgDirectory(env, "XDG_DATA_HOME") ?? join(home(env), ".local", "share"), "dsh", "sessions")
 
 const nonEmpty = (value: string | undefined): string | undefined =>
   value === undefined || value.trim() === "" ? undefined : value
@@ -343,6 +369,12 @@ const expand = (path: string, env: Environment, from?: string): string =>
     : from === undefined
     ? resolvePath(path)
     : resolvePath(from, path)
+
+/**
+ * A path with its `~/` expanded and nothing else changed (a relative one stays relative, as
+ * the user wrote it, for the messages that name it).
+ */
+const expandHome = (path: string, env: Environment): string => path === "~" || path.startsWith("~/") ? expand(path, env) : path
 
 // ---------------------------------------------------------------------------------------------
 // the config file
@@ -399,18 +431,43 @@ export const readFile = (
       : { path: flags.config!, source: "--config" }
     const path = named === undefined ? defaultConfigFile(env) : expand(named.path, env)
     const fs = yield* FileSystem.FileSystem
-    const text = yield* fs.readFileString(path).pipe(Effect.option)
-    if (Option.isNone(text)) {
-      if (named === undefined) return { path, found: false, file: {} }
+    const text = yield* fs.readFileString(path).pipe(Effect.result)
+    if (Result.isFailure(text)) {
+      const why = unreadable(text.failure)
+      // the default file may be absent; one that is there must be read (a directory, a file
+      // dsh may not read, is a mistake to name, not a config silently left out)
+      if (named === undefined && why.absent) return { path, found: false, file: {} }
+      const source = named?.source ?? "the default config file"
       return yield* new ConfigInvalidError({
-        message: `${named.source}: the config file ${path} cannot be read (it does not exist, or is not a readable file)`,
+        message: `${named === undefined ? "" : `${named.source}: `}the config file ${path} cannot be read: ${why.reason}`,
         field: "config",
-        source: named.source
+        source
       })
     }
-    const file = yield* Effect.fromResult(decodeFile(text.value, path))
+    const file = yield* Effect.fromResult(decodeFile(text.success, path))
     return { path, found: true, file }
   })
+
+/**
+ * Why a config file could not be read, and whether that means it is not there (no such file,
+ * or a path through something that is not a directory).
+ */
+const unreadable = (error: PlatformError.PlatformError): { readonly absent: boolean; readonly reason: string } => {
+  const code = error.reason._tag === "BadArgument" ? undefined : (error.reason.cause as { readonly code?: unknown } | undefined)?.code
+  switch (code) {
+    case "ENOENT":
+      return { absent: true, reason: "it does not exist" }
+    case "ENOTDIR":
+      return { absent: true, reason: "it does not exist (a directory on its path is a file)" }
+    case "EISDIR":
+      return { absent: false, reason: "it is a directory, not a file" }
+    case "EACCES":
+    case "EPERM":
+      return { absent: false, reason: "permission denied" }
+    default:
+      return { absent: error.reason._tag === "NotFound", reason: error.message }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // the provider
@@ -661,7 +718,7 @@ export const resolve = (
     )
     const apiKey = (provider.apiKeyEnv === undefined ? undefined : nonEmpty(env[provider.apiKeyEnv])) ?? section?.apiKey
     const mcp = flags.mcp !== undefined
-      ? { path: flags.mcp, source: "--mcp" }
+      ? { path: expandHome(flags.mcp, env), source: "--mcp" }
       : file.mcp === undefined
       ? undefined
       : { path: expand(file.mcp, env, here), source: inFile("mcp") }

@@ -232,7 +232,17 @@ export const ofCause = (cause: Cause.Cause<unknown>, context: HintContext = {}):
  * @category rendering
  */
 export const render = (report: Report): string =>
-  `dsh: ${report.code}: ${report.message}\n` + (report.hint === undefined ? "" : `  ${report.hint}\n`)
+  `dsh: ${report.code}: ${unindented(report.message)}\n` + (report.hint === undefined ? "" : `  ${report.hint}\n`)
+
+/**
+ * A message whose indented continuation lines (a Schema issue's `\n  at ["format"]`) are joined
+ * to the line they continue, so that the report's only indented line is its hint and nothing
+ * in it reads as a stack frame; lines of their own (a server's stderr) stay.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const unindented = (message: string): string => message.trimEnd().replace(/[ \t]*\r?\n[ \t]+/g, " ")
 
 /**
  * Whether a value is an {@link Exit}.

@@ -65,6 +65,10 @@ export const list = (input: Input, env: Config.Environment) =>
     }).pipe(Report.reported({ configFile: settings.configFile }))
   })
 
+/** What `show` says on stderr of a session whose last line is torn. */
+const tornNote = (file: string, id: string): string =>
+  `dsh: the last line of ${file} is torn (a write a crash cut short); dsh resume ${id} repairs it\n`
+
 const turnsOf = (events: ReadonlyArray<SessionEvent.SessionEvent>) => events.filter((e) => e.type === "turn/start").length
 
 /**
@@ -83,14 +87,13 @@ export const show = (input: Input & { readonly id: string }, env: Config.Environ
       const loaded = yield* JsonlSessions.load(directory, id)
       if (input.json) {
         for (const event of loaded.events) yield* io.out(Run.jsonLine(event))
-        return
+      } else {
+        const style = Render.styleFor(yield* io.stdoutIsTerminal, env)
+        const turns = turnsOf(loaded.events)
+        const head = `session ${id} · created ${Store.localTime(loaded.header.createdAt)} · ${turns} turn${turns === 1 ? "" : "s"} · ${loaded.file}`
+        yield* io.out(`${style.dim(head)}\n\n${Render.conversation(loaded.events, style)}`)
       }
-      const style = Render.styleFor(yield* io.stdoutIsTerminal, env)
-      const turns = turnsOf(loaded.events)
-      const head = `session ${id} · created ${Store.localTime(loaded.header.createdAt)} · ${turns} turn${turns === 1 ? "" : "s"} · ${loaded.file}`
-      yield* io.out(`${style.dim(head)}\n\n${Render.conversation(loaded.events, style)}`)
-      if (loaded.torn !== undefined) {
-        yield* io.err(`dsh: the last line of ${loaded.file} is torn (a write a crash cut short); dsh resume ${id} repairs it\n`)
-      }
+      // in both forms: with --json too the events stop short of what the torn line held
+      if (loaded.torn !== undefined) yield* io.err(tornNote(loaded.file, id))
     }).pipe(Report.reported({ configFile: settings.configFile }))
   })

@@ -101,6 +101,7 @@ export const resolveId = (
   name: string | undefined
 ): Effect.Effect<string, ConfigInvalidError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError, FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
+    if (name !== undefined) yield* checkNamed(name)
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     if (name !== undefined && (yield* fs.exists(path.join(directory, JsonlSessions.fileName(name))).pipe(Effect.orElseSucceed(() => false)))) {
@@ -127,6 +128,24 @@ export const resolveId = (
       source: "the command line"
     })
   })
+
+/**
+ * A session named on the command line names something: an empty or blank id would be the
+ * start of every id (and pick the only session, or the latest one, by accident).
+ *
+ * @since 0.1.0
+ * @category listing
+ */
+export const checkNamed = (name: string): Effect.Effect<void, ConfigInvalidError> =>
+  name.trim() === ""
+    ? Effect.fail(
+      new ConfigInvalidError({
+        message: "the session id is empty: give an id or the start of one (dsh sessions list shows them)",
+        field: "id",
+        source: "the command line"
+      })
+    )
+    : Effect.void
 
 /**
  * Whether `name` names a session in the directory: an id, or the start of one.

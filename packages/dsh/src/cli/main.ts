@@ -24,11 +24,30 @@ import * as Platform from "./Platform.ts"
  */
 export const version = "0.1.0"
 
+/**
+ * A usage error's message on one line: `effect/cli`'s suggestions, which it puts on lines of
+ * their own under a blank one (`Did you mean this?`), become `(did you mean --json?)`, so the
+ * report is `dsh: CONFIG_INVALID: …` and the line saying where the help is, as every other.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const usageLine = (message: string): string => {
+  const lines = message.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  const asked = lines.findIndex((line) => /^did you mean/i.test(line))
+  if (asked < 0) return lines.join(" ")
+  const suggestions = lines.slice(asked + 1)
+  const said = lines.slice(0, asked).join(" ")
+  if (suggestions.length === 0) return `${said} (${lines[asked]!.toLowerCase()})`
+  const named = suggestions.length === 1 ? suggestions[0]! : `${suggestions.slice(0, -1).join(", ")} or ${suggestions.at(-1)!}`
+  return `${said} (did you mean ${named}?)`
+}
+
 /** Usage errors on stderr, in the catalog's words; help on stdout. */
 const presenter = CliOutput.layerPresenter({
   present: (event) => {
     if (event._tag !== "InvalidInvocation") return CliOutput.defaultPresenter.present(event)
-    const messages = event.errors.map((error) => error.message.trim()).join("; ")
+    const messages = event.errors.map((error) => usageLine(error.message)).join("; ")
     const help = `dsh ${event.commandPath.slice(1).join(" ")}`.trim() + " --help"
     return Effect.sync(() => void process.stderr.write(`dsh: CONFIG_INVALID: ${messages}\n  see ${help}\n`))
   }
