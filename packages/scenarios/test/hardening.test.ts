@@ -5,7 +5,7 @@
  * test).
  */
 import { AgentHooks } from "@dsh/agent"
-import { type Content, FinishReason, type HarnessError, History } from "@dsh/llm"
+import { Content, FinishReason, type HarnessError, History, Ids } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { FlushCheckpoint, type SessionEvent, SessionStore } from "@dsh/session"
 import { Tool } from "@dsh/tools"
@@ -568,6 +568,20 @@ describe("malformed input from JavaScript or decoded JSON", () => {
       yield* run(agent, "a proper message")
       expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("ok")] }))))
+
+  it.effect("a message holding a tool-call or tool-result block is INVALID_INPUT: the loop pairs those itself", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const before = (yield* agent.session.events).length
+      const call = Content.toolCall(Ids.callId("c1"), "echo", "{}")
+      const result = Content.toolResult({ toolCallId: Ids.callId("c1"), content: [Content.text("done")] })
+      for (const attempt of [agent.send([Content.text("see"), call]), agent.steer([result]), agent.inject([result])]) {
+        const refused = yield* Effect.flip(attempt)
+        expect(refused.code).toBe("INVALID_INPUT")
+        expect(refused.message).toMatch(/a tool-(call|result) block is the loop's to log/)
+      }
+      expect(yield* agent.session.events).toHaveLength(before)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer())))
 })
 
 describe("#13.13 an agent on a log cut mid-turn", () => {

@@ -54,9 +54,15 @@ const contentOf = (
   }
   if (typeof input === "string") return Effect.succeed([Content.text(input)])
   const decoded = decodeBlocks(input)
-  return Result.isSuccess(decoded)
+  if (Result.isFailure(decoded)) {
+    return invalidInput(env, `it must be text or content blocks: ${HarnessError.describe(decoded.failure.message)}`)
+  }
+  const paired = decoded.success.find((block) => block.type === "tool-call" || block.type === "tool-result")
+  // calls and results are the loop's to pair: one sent in would leave a call no result answers,
+  // or a result of no call, which providers refuse for every later request of the session
+  return paired === undefined
     ? Effect.succeed(input)
-    : invalidInput(env, `it must be text or content blocks: ${HarnessError.describe(decoded.failure.message)}`)
+    : invalidInput(env, `a ${paired.type} block is the loop's to log (a message carries text, images and custom blocks)`)
 }
 
 const invalidInput = (env: Env, problem: string) =>
