@@ -7,10 +7,12 @@
  * `HOME` is empty or an XDG variable is relative.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs"
-import { userInfo } from "node:os"
+import { Effect } from "effect"
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import * as Config from "../src/cli/Config.ts"
+import * as Platform from "../src/cli/Platform.ts"
 import { dsh, makeHome, server, text } from "./cli-helpers.ts"
 
 const slow = { timeout: 120_000 }
@@ -122,6 +124,15 @@ describe("dsh: the defaults' directories", () => {
     expect(Config.defaultConfigFile({ HOME: " " })).toBe(join(account, ".config", "dsh", "config.json"))
     expect(Config.defaultConfigFile({ HOME: "/home/me" })).toBe(join("/home/me", ".config", "dsh", "config.json"))
   })
+
+  it.effect("--model and DSH_MODEL are trimmed, as --provider is", () =>
+    Effect.gen(function*() {
+      const home = mkdtempSync(join(tmpdir(), "dsh-model-"))
+      const flag = yield* Config.load({ model: "  deepseek-v4-pro ", tools: "none" }, { HOME: home, DEEPSEEK_API_KEY: "sk-x" })
+      expect(flag.model).toBe("deepseek-v4-pro")
+      const env = yield* Config.load({ tools: "none" }, { HOME: home, DEEPSEEK_API_KEY: "sk-x", DSH_MODEL: "deepseek-v4-pro\n" })
+      expect(env.model).toBe("deepseek-v4-pro")
+    }).pipe(Effect.provide(Platform.layer)))
 
   it("a relative XDG_CONFIG_HOME or XDG_DATA_HOME is ignored, as the XDG spec has it", () => {
     const env = { HOME: "/home/me", XDG_CONFIG_HOME: "conf", XDG_DATA_HOME: "./data" }

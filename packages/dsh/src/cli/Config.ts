@@ -726,7 +726,7 @@ export const resolve = (
       configFile: config.path,
       configFound: config.found,
       provider,
-      model: nonEmpty(flags.model) ?? nonEmpty(env["DSH_MODEL"]) ?? section?.model ?? file.model ?? provider.models[0] ?? "",
+      model: nonEmpty(flags.model)?.trim() ?? nonEmpty(env["DSH_MODEL"])?.trim() ?? section?.model ?? file.model ?? provider.models[0] ?? "",
       baseUrl: yield* Effect.fromResult(checkBaseUrl(baseUrl, provider)),
       apiKey: apiKey === undefined ? undefined : Redacted.make(apiKey),
       thinking: section?.thinking,
