@@ -87,7 +87,16 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       const stateOf = (session: Session.Session) => {
         let state = watched.get(session)
         if (state === undefined) {
-          state = { session, checker: Rules.make(options), consumed: 0, read: 0, violations, derivation: Derivation.make(), unfed: [] }
+          state = {
+            session,
+            checker: Rules.make(options),
+            consumed: 0,
+            read: 0,
+            violations,
+            derivation: Derivation.make(),
+            fedThrough: -1,
+            misshapen: new Set()
+          }
           watched.set(session, state)
         }
         return state
@@ -185,12 +194,15 @@ interface Watched {
   read: number
   readonly violations: Array<InvariantError>
   /**
-   * The derivation of the log's history up to the last compaction, fed lazily: the events
-   * checked since are kept in `unfed` (chunks left out: derivation skips them) until the next
-   * compaction needs the history. `undefined` once the history could not be derived.
+   * The derivation of the log's history up to the last compaction checked, fed from the log at
+   * each compaction (from `fedThrough` on), so a log with many compactions is derived once.
+   * `undefined` once the history could not be derived.
    */
   derivation: Derivation.Derivation | undefined
-  readonly unfed: Array<SessionEvent.SessionEvent>
+  /** The seq of the last event fed to `derivation`. */
+  fedThrough: number
+  /** The seqs of events reported as `data-shape`: the derivation is not fed what the rules could not read. */
+  readonly misshapen: Set<number>
 }
 
 // The per-event path lives at module level, not in the Layer's closure: every Layer built (a
@@ -216,21 +228,29 @@ const checkFrom = (state: Watched, from: number, events: ReadonlyArray<SessionEv
   if (skip >= events.length) return Effect.void
   const checker = state.checker
   let found: Array<InvariantError> | undefined
+  let compactions: Array<SessionEvent.SessionEvent> | undefined
   for (let i = skip; i < events.length; i++) {
     const event = events[i]!
     const broken = checker.push(event)
-    if (broken.length > 0) pushAll(found ??= [], broken.map((v) => toError(state.session, v)))
-    // an event the rules could not read (reported as data-shape) is left out of the derivation too
-    if (event.type !== "assistant/chunk" && state.derivation !== undefined && !broken.some(isShapeViolation)) {
-      state.unfed.push(event)
-      if (event.type === "compaction/applied") {
-        const invalid = compactedHistory(state, event)
-        if (invalid.length > 0) pushAll(found ??= [], invalid)
-      }
+    if (broken.length > 0) {
+      pushAll(found ??= [], broken.map((v) => toError(state.session, v)))
+      if (broken.some(isShapeViolation)) state.misshapen.add(event.seq)
     }
+    if (event.type === "compaction/applied") (compactions ??= []).push(event)
   }
   state.consumed = from + events.length
-  if (found === undefined) return Effect.void
+  const reported = report(state, found)
+  if (compactions === undefined) return reported
+  const checked = compactions
+  return Effect.andThen(
+    reported,
+    Effect.flatMap(state.session.eventsFrom(state.fedThrough + 1), (log) => report(state, compactedHistories(state, log, checked)))
+  )
+}
+
+// Records the violations first (nothing can fail before they are kept), then logs them.
+const report = (state: Watched, found: ReadonlyArray<InvariantError> | undefined): Effect.Effect<void> => {
+  if (found === undefined || found.length === 0) return Effect.void
   pushAll(state.violations, found)
   return Effect.forEach(found, (e) => Effect.logError(e.message), { discard: true })
 }
@@ -246,28 +266,42 @@ const pushAll = <A>(target: Array<A>, items: ReadonlyArray<A>): void => {
 }
 
 /**
- * `compacted-history-valid` at a compaction: the history derived from the log up to it (fed
- * with the events checked since the previous compaction, so a log with many compactions is
- * derived once, not once per compaction). A log whose history cannot be derived at all (data
- * past the types, reported as `data-shape`) breaks the rule at its first compaction; the later
- * ones are not checked.
+ * `compacted-history-valid` at each compaction: the history derived from the log up to it, fed
+ * with `log` (the events since the last compaction checked; a compaction is rare, so the log
+ * is read back then rather than kept event by event). A log whose history cannot be derived at
+ * all (data past the types, reported as `data-shape`) breaks the rule at its first compaction;
+ * the later ones are not checked.
  */
-const compactedHistory = (state: Watched, event: SessionEvent.SessionEvent): ReadonlyArray<InvariantError> => {
-  try {
-    state.derivation!.feed(state.unfed)
-    state.unfed.length = 0
-    const problems = Derivation.problems(state.derivation!.messages())
-    return Rules.compactedHistory(event, problems).map((v) => toError(state.session, v))
-  } catch (error) {
-    state.derivation = undefined
-    state.unfed.length = 0
-    return [toError(state.session, {
-      rule: "compacted-history-valid",
-      seq: event.seq,
-      type: event.type,
-      message: `the history cannot be derived from the log: ${HarnessError.describe(error)}`
-    })]
+const compactedHistories = (
+  state: Watched,
+  log: ReadonlyArray<SessionEvent.SessionEvent>,
+  compactions: ReadonlyArray<SessionEvent.SessionEvent>
+): Array<InvariantError> => {
+  const found: Array<InvariantError> = []
+  let next = 0
+  for (const compaction of compactions) {
+    const derivation = state.derivation
+    if (derivation === undefined || compaction.seq <= state.fedThrough) continue
+    const upTo: Array<SessionEvent.SessionEvent> = []
+    for (; next < log.length && log[next]!.seq <= compaction.seq; next++) {
+      if (!state.misshapen.has(log[next]!.seq)) upTo.push(log[next]!)
+    }
+    state.fedThrough = compaction.seq
+    try {
+      derivation.feed(upTo)
+      const problems = Derivation.problems(derivation.messages())
+      pushAll(found, Rules.compactedHistory(compaction, problems).map((v) => toError(state.session, v)))
+    } catch (error) {
+      state.derivation = undefined
+      found.push(toError(state.session, {
+        rule: "compacted-history-valid",
+        seq: compaction.seq,
+        type: compaction.type,
+        message: `the history cannot be derived from the log: ${HarnessError.describe(error)}`
+      }))
+    }
   }
+  return found
 }
 
 const toError = (session: Session.Session, v: Rules.Violation) =>

@@ -177,8 +177,12 @@ const prunedResults = (value: unknown): string | undefined => {
   return undefined
 }
 
-/** What is wrong with a core event's data (its fields by name), if anything; `undefined` for other types. */
-const dataProblem = (type: string, d: Readonly<Record<string, unknown>>): string | undefined => {
+// What `dataProblem` gives for a type that is no core type: the switch itself tells, so the
+// common case pays no lookup in a set of the core types.
+const notCore: unique symbol = Symbol("not a core type")
+
+/** What is wrong with a core event's data (its fields by name), if anything; {@link notCore} for other types. */
+const dataProblem = (type: string, d: Readonly<Record<string, unknown>>): string | undefined | typeof notCore => {
   switch (type) {
     case "turn/start":
       return count(d["turn"], "turn") ?? string(d["trigger"], "trigger")
@@ -230,7 +234,7 @@ const dataProblem = (type: string, d: Readonly<Record<string, unknown>>): string
       return oneOf(d["kind"], "kind", compactionKinds) ?? oneOf(d["reason"], "reason", compactionReasons) ??
         string(d["message"], "message") ?? string(d["code"], "code")
     default:
-      return undefined
+      return notCore
   }
 }
 
@@ -243,16 +247,19 @@ const extensionType = /^[^/:\s]+:\S+$/
  */
 const shapeProblem = (event: SessionEvent.SessionEvent): string | undefined => {
   const type: unknown = event.type
-  if (typeof type === "string" && coreTypes.has(type)) {
-    const data: unknown = event.data
-    if (!isRecord(data)) return `${type}'s data is ${preview(data)}, not an object`
-    const problem = dataProblem(type, data)
-    return problem === undefined ? undefined : `${type}'s data.${problem}`
-  }
-  return typeof type === "string" && extensionType.test(type)
-    ? undefined
-    : `the type ${preview(type)} is neither a core event type nor an extension type (namespace:name)`
+  if (typeof type !== "string") return typeProblem(type)
+  const data: unknown = event.data
+  const problem = isRecord(data)
+    ? dataProblem(type, data)
+    : coreTypes.has(type)
+    ? `${type}'s data is ${preview(data)}, not an object`
+    : notCore
+  if (problem === notCore) return extensionType.test(type) ? undefined : typeProblem(type)
+  return problem === undefined || !isRecord(data) ? problem : `${type}'s data.${problem}`
 }
+
+const typeProblem = (type: unknown): string =>
+  `the type ${preview(type)} is neither a core event type nor an extension type (namespace:name)`
 
 const coreTypes: ReadonlySet<string> = new Set(SessionEvent.coreTypes)
 
