@@ -24,10 +24,12 @@
  * always held. A second writer is refused: `resume` fails with `SessionLockedError`
  * (`SESSION_LOCKED`) naming the holder; a new session's flushes fail with a `PersistenceError`
  * naming it. Before each write a session checks that the lock still holds its token and that
- * the file has the length it left: if not (the lock was taken from it, or another program
- * wrote the file) it stops writing for good, every later flush failing with a
- * `PersistenceError`, so two writers cannot interleave lines. See ADR 0016 for what this does
- * not cover.
+ * its file's name still names the file it has open, with the length it left: if not (the lock
+ * was taken from it, another program wrote the file, or the file was removed, renamed or
+ * replaced — as an editor saving it does) it stops writing for good, every later flush failing
+ * with a `PersistenceError`, so two writers cannot interleave lines and no flush reports as
+ * durable what went to a file nobody can read under that name. Its lock, if still its own, is
+ * given back when it closes. See ADR 0016 for what this does not cover.
  *
  * ## Writing
  *
@@ -237,9 +239,13 @@ export class JsonlSessions extends Context.Service<JsonlSessions, {
     PersistenceError | CorruptLogError | SessionExistsError | SessionLockedError,
     Scope.Scope
   >
-  /** {@link load} in this directory. */
+  /**
+   * {@link load} in this directory, once the sessions of this id that closed in this layer have
+   * finished their closing flush (a scope closing only schedules it): what they logged is read.
+   * Their flush failing fails the load.
+   */
   readonly load: (id: string) => Effect.Effect<Loaded, PersistenceError | CorruptLogError>
-  /** {@link list} of this directory. */
+  /** {@link list} of this directory, once every session closed in this layer has finished its closing flush. */
   readonly list: Effect.Effect<ReadonlyArray<Entry>, PersistenceError | CorruptLogError>
 }>()("@dsh/session/JsonlSessions") {}
 
@@ -669,10 +675,24 @@ const scan = (file: string, id: string) =>
     return entry
   }))
 
+// A file named by hand (`a b.jsonl`): its name decodes to an id, but `load`, `resume` and a new
+// session of that id use the id's own file name, so listing it as that session would list a
+// session nobody can open (and let a second file of the same id be created beside it).
+const misnamed = (file: string, id: string, own: string) =>
+  Effect.fail(
+    new PersistenceError({
+      message: `${file} is not where session ${JSON.stringify(id)} is kept (${own}): loading, resuming or creating ` +
+        "that session uses that name, never this one; rename the file to use it",
+      sessionId: id
+    })
+  )
+
 /**
  * A session file of a directory that {@link survey} could not read: its header or last complete
  * line does not decode (`CorruptLogError`), or it cannot be read at all (`PersistenceError`: a
- * directory named like a session file, no permission).
+ * directory named like a session file, no permission), or it is not named as {@link fileName}
+ * names the session its name decodes to (`PersistenceError`: `a b.jsonl`, named by hand, where
+ * `load("a b")` reads `a%20b.jsonl`).
  *
  * @since 0.1.0
  * @category models
@@ -705,9 +725,13 @@ export const survey = (
     const names = yield* fs.readDirectory(directory).pipe(Effect.mapError(ioError("", `cannot list ${directory}`)))
     const files = names.flatMap((name) => {
       const id = idOfFileName(name)
-      return id === undefined ? [] : [{ id, file: path.join(directory, name) }]
+      return id === undefined ? [] : [{ id, file: path.join(directory, name), named: fileName(id) === name }]
     })
-    const scanned = yield* Effect.forEach(files, ({ file, id }) => Effect.result(scan(file, id)), { concurrency: 4 })
+    const scanned = yield* Effect.forEach(
+      files,
+      ({ file, id, named }) => Effect.result(named ? scan(file, id) : misnamed(file, id, path.join(directory, fileName(id)))),
+      { concurrency: 4 }
+    )
     const entries: Array<Entry> = []
     const unreadable: Array<Unreadable> = []
     scanned.forEach((result, i) => {
@@ -719,7 +743,8 @@ export const survey = (
   })
 
 /**
- * The sessions of a directory (every `*.jsonl` file), sorted by id, with their sizes, event
+ * The sessions of a directory (every `*.jsonl` file; one not named as {@link fileName} names
+ * its session is a `PersistenceError`, see {@link Unreadable}), sorted by id, with their sizes, event
  * counts and last activity. Only the header and the last complete line are decoded —
  * {@link load} checks every line — and about those two it agrees with {@link load}: a file
  * without a valid header (or whose header names another session than its file name), or whose
@@ -753,7 +778,7 @@ interface State {
   named: boolean
   /** The bytes past `durable` cannot be trusted: a write or fsync failed since, or a resume found a torn line there. */
   dirty: boolean
-  handle: { readonly file: FileSystem.File; readonly scope: Scope.Closeable } | undefined
+  handle: Handle | undefined
   /** The file's lock, while this session may write the file. */
   lock: LockFile.Held | undefined
   /** Why this session must not write its file any more (its lock was lost, the file changed behind it): for good. */
@@ -761,6 +786,24 @@ interface State {
   /** The session closed and gave its file and lock back: it writes no more. */
   released: boolean
 }
+
+/** A session's open file. */
+interface Handle {
+  readonly file: FileSystem.File
+  readonly scope: Scope.Closeable
+  /** Its device and inode (see {@link identityOf}), when the platform gives them. */
+  readonly identity: string | undefined
+}
+
+/** Why a session must stop writing its file, and what follows for the user. */
+interface Problem {
+  readonly why: string
+  readonly consequence?: string
+}
+
+/** Which file a stat describes: device and inode, when the platform gives them. */
+const identityOf = (info: FileSystem.File.Info): string | undefined =>
+  Option.isNone(info.ino) ? undefined : `${info.dev}:${info.ino.value}`
 
 /** A file being resumed: the session the store creates for it continues the file instead of creating it. */
 interface Resuming {
@@ -883,11 +926,11 @@ export const layerNoDeps = (
         )
 
       // Stops a state writing for good: whatever happened to its file, its idea of the file's
-      // length can no longer be trusted.
-      const lose = (state: State, why: string) => {
-        state.lost = `session ${JSON.stringify(state.session.id)} stopped writing ${state.file}: ${why}, ` +
-          "so another process may be writing it (resume the session to go on)"
-        state.lock = undefined
+      // length can no longer be trusted. It keeps its lock, which its release gives back if the
+      // lock still names it (one taken from it is left to its new holder): a lock dropped here
+      // would stay on disk, naming this process, and refuse every later resume of the file.
+      const lose = (state: State, why: string, consequence = "so another process may be writing it (resume the session to go on)") => {
+        state.lost = `session ${JSON.stringify(state.session.id)} stopped writing ${state.file}: ${why}, ${consequence}`
         return failure(state, state.lost)
       }
 
@@ -945,44 +988,70 @@ export const layerNoDeps = (
         })
       }
 
-      // The file is someone else's: give back the lock that was taken for it.
+      // The file is someone else's: give back the lock that was taken for it. The session never
+      // writes it, so it stops for good (and a resume of the file need not wait for it).
       const exists = (state: State, cause: PlatformError.PlatformError) =>
         Effect.gen(function*() {
           const lock = state.lock
           state.lock = undefined
           if (lock !== undefined) yield* giveLockBack(state.session.id, lock)
-          return yield* failure(
-            state,
-            `cannot create ${state.file}: the file exists already. It belongs to an earlier session ` +
-              `with id ${JSON.stringify(state.session.id)}; continue it with JsonlSessions.resume, or use another id`,
-            cause
-          )
+          state.lost = `cannot create ${state.file}: the file exists already. It belongs to an earlier session ` +
+            `with id ${JSON.stringify(state.session.id)}; continue it with JsonlSessions.resume, or use another id`
+          return yield* failure(state, state.lost, cause)
         })
 
+      // Opened once per session; the identity of the file it opened is what `fileProblem` checks
+      // the file name against.
       const openHandle = Effect.fnUntraced(function*(state: State) {
-        if (state.handle !== undefined) return state.handle.file
+        if (state.handle !== undefined) return state.handle
         const scope = Scope.makeUnsafe()
-        const file = yield* fs.open(state.file, { flag: "a" }).pipe(
+        const handle: Handle = yield* Effect.gen(function*() {
+          const file = yield* fs.open(state.file, { flag: "a" })
+          return { file, scope, identity: identityOf(yield* file.stat) }
+        }).pipe(
           Scope.provide(scope),
+          Effect.onError(() => Scope.close(scope, Exit.void)),
           Effect.mapError(ioError(state.session.id, `cannot open ${state.file}`))
         )
-        state.handle = { file, scope }
-        return file
+        state.handle = handle
+        return handle
       })
 
-      // The file must be as this session left it: `durable` long, or longer after a failed
-      // write (or at a torn line). Anything else means someone else wrote it. The lock, when
+      // What is wrong with the file under the session's name, if anything: it must still be the
+      // file the session has open — not removed or renamed, not replaced by another (as an editor
+      // saving it does), either of which would leave every later write in a file nobody reads
+      // under that name — and as long as the session left it: `durable`, or longer after a
+      // failed write (or at a torn line). One `stat` of the name, which gives both.
+      const fileProblem = (state: State, handle: Handle, durable: number): Effect.Effect<Problem | undefined, PersistenceError> =>
+        (handle.identity === undefined ? handle.file.stat : fs.stat(state.file)).pipe(
+          Effect.map((info): Problem | undefined => {
+            if (handle.identity !== undefined && identityOf(info) !== handle.identity) {
+              return gone("another file was put in its place (as an editor saving it does)")
+            }
+            const size = Number(info.size)
+            if (size === durable || (state.dirty && size > durable)) return undefined
+            return { why: `it is ${size} bytes long, but this session left it at ${durable}` }
+          }),
+          Effect.catchIf((cause) => cause.reason._tag === "NotFound", () => Effect.succeed(gone("it was removed or renamed"))),
+          Effect.mapError(ioError(state.session.id, `cannot stat ${state.file}`))
+        )
+
+      const gone = (why: string): Problem => ({
+        why,
+        consequence: "so what the session logs would not reach the file of that name; the session keeps its events " +
+          "(start a session from them to persist them)"
+      })
+
+      // The file must be the session's own and as it left it (`fileProblem`). The lock, when
       // given, is checked at the same time (one wait on the disk, not two), and a lost lock is
-      // reported before a wrong length.
-      const checkOwnership = Effect.fnUntraced(function*(state: State, file: FileSystem.File, durable: number, lock: LockFile.Held | undefined) {
-        const length = file.stat.pipe(Effect.mapError(ioError(state.session.id, `cannot stat ${state.file}`)))
-        const [problem, info] = lock === undefined
-          ? [undefined, yield* length]
-          : yield* Effect.all([checkLock(state, lock), length], { concurrency: 2 })
-        if (problem !== undefined) return yield* lose(state, problem)
-        const size = Number(info.size)
-        if (size === durable || (state.dirty && size > durable)) return
-        return yield* lose(state, `it is ${size} bytes long, but this session left it at ${durable}`)
+      // reported before a problem with the file.
+      const checkOwnership = Effect.fnUntraced(function*(state: State, handle: Handle, durable: number, lock: LockFile.Held | undefined) {
+        const onDisk = fileProblem(state, handle, durable)
+        const [lockProblem, problem] = lock === undefined
+          ? [undefined, yield* onDisk]
+          : yield* Effect.all([checkLock(state, lock), onDisk], { concurrency: 2 })
+        if (lockProblem !== undefined) return yield* lose(state, lockProblem)
+        if (problem !== undefined) return yield* lose(state, problem.why, problem.consequence)
       })
 
       /**
@@ -1038,10 +1107,11 @@ export const layerNoDeps = (
           yield* syncDirectory.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync the directory of ${state.file}`)))
           state.named = true
         }
-        const file = yield* openHandle(state)
+        const handle = yield* openHandle(state)
+        const file = handle.file
         const durable = state.durable!
         // the disk answers the ownership check while the lines are encoded
-        const checked = yield* Effect.forkChild(checkOwnership(state, file, durable, lock), { startImmediately: true })
+        const checked = yield* Effect.forkChild(checkOwnership(state, handle, durable, lock), { startImmediately: true })
         const ready = readyToWrite(state, file, durable, checked)
         const { bytes, count, unencodable } = yield* writeLines(state, file, events, ready)
         yield* file.sync.pipe(Effect.mapError(ioError(state.session.id, `cannot fsync ${state.file}`)))
@@ -1096,12 +1166,20 @@ export const layerNoDeps = (
         flushState(state).pipe(
           Effect.andThen(release(state)),
           Effect.catchCause((cause) =>
-            Effect.logError(
-              `JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
+            Effect.andThen(
+              Effect.logError(
+                `JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
+              ),
+              releaseIfLost(state)
             )
           ),
           Effect.uninterruptible
         )
+
+      // A session that stopped writing for good will never write again: once its flush failed,
+      // it gives its file and lock back now rather than hold them until the layer closes (one
+      // whose flush may yet succeed keeps them for the layer's last attempt).
+      const releaseIfLost = (state: State) => Effect.suspend(() => (state.lost === undefined ? Effect.void : release(state)))
 
       const fibers = yield* Scope.fork(yield* Effect.scope)
 
@@ -1144,17 +1222,25 @@ export const layerNoDeps = (
       )
 
       // Sessions created before now must not be taken for the one resuming, and a closed
-      // session that owns the file must finish writing it and give it back before it is read
-      // (one that lost the file has nothing it may write: it only lets go). Its permit is taken
+      // session of this id must finish writing the file and give it back before it is read —
+      // also one that never flushed, whose closing flush (which creates the file) its watcher
+      // may not have run yet: skipped, its events would be lost and the file missing or locked.
+      // One that lost the file has nothing it may write: it only lets go. Its permit is taken
       // even when it looks released, to wait for a release under way in its watcher.
-      const finishEarlier = (id: string) =>
+      const finishEarlier = (id: string) => finishClosed((session) => session.id === id)
+
+      // Does for the closed sessions `which` picks what their watchers do (or have done): the
+      // closing flush and the release, so that whoever reads their files next reads what they
+      // logged — a scope closing only schedules that flush.
+      const finishClosed = (which: (session: Session.Session) => boolean) =>
         Effect.gen(function*() {
           for (const session of yield* store.all) {
+            // every session gets its state now, before a resume marks its id as resuming
             const state = yield* stateFor(session)
-            // an open one (created since the check) keeps its file: the lock then refuses the resume
-            if (session.id !== id || !(yield* session.closed)) continue
+            // an open one (created since the check) keeps its file: the lock then refuses a resume
+            if (!which(session) || !(yield* session.closed)) continue
             yield* state.serial.withPermit(Effect.uninterruptible(Effect.gen(function*() {
-              if (state.released || (state.durable === undefined && state.lock === undefined)) return
+              if (state.released) return
               if (state.lost === undefined) yield* write(state)
               yield* releaseNow(state)
             })))
@@ -1215,8 +1301,8 @@ export const layerNoDeps = (
         directory,
         file: fileOf,
         resume,
-        load: (id) => load(directory, id).pipe(Effect.provideContext(platform)),
-        list: list(directory).pipe(Effect.provideContext(platform))
+        load: (id) => Effect.andThen(finishEarlier(id), load(directory, id).pipe(Effect.provideContext(platform))),
+        list: Effect.andThen(finishClosed(() => true), list(directory).pipe(Effect.provideContext(platform)))
       })
     })
   )

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import type { History, Ids } from "@dsh/llm"
+import { HarnessError, type History, type Ids } from "@dsh/llm"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -112,6 +112,22 @@ export interface Owned {
 const isDefinition = (u: unknown): u is Definition<ExtensionType, unknown> =>
   typeof u === "object" && u !== null && "type" in u && "data" in u && "decode" in u
 
+// A seed that is not a log is a bug of the caller (the agent checks its seeds first): it throws,
+// naming the first event that is wrong and what it holds.
+const checkSeed = (seed: ReadonlyArray<SessionEvent>): void => {
+  if (!Array.isArray(seed)) throw new TypeError(`a seed log must be an array of events, got ${HarnessError.describe(seed)}`)
+  for (let i = 0; i < seed.length; i++) {
+    const event: unknown = seed[i]
+    if (typeof event !== "object" || event === null) {
+      throw new TypeError(`seed event ${i} is ${HarnessError.describe(event)}, not an event`)
+    }
+    const seq = (event as { readonly seq?: unknown }).seq
+    if (seq !== i) {
+      throw new RangeError(`seed event ${i} has seq ${typeof seq === "string" ? JSON.stringify(seq) : HarnessError.describe(seq)}; a seed log must count from 0 with no gap`)
+    }
+  }
+}
+
 /**
  * Makes a session, optionally seeded with the events of another log (replay and fork). The
  * seed's events keep their `seq` (they must count from 0 with no gap) and time; new events
@@ -127,12 +143,8 @@ export const make = (options: {
 }): Owned => {
   const log = Log.make<SessionEvent>()
   const seed = options.seed ?? []
-  seed.forEach((event, i) => {
-    if (event.seq !== i) {
-      throw new RangeError(`seed event ${i} has seq ${event.seq}; a seed log must count from 0 with no gap`)
-    }
-    log.append(Freeze.deep(event))
-  })
+  checkSeed(seed)
+  for (const event of seed) log.append(Freeze.deep(event))
   const derivation = Derivation.make()
 
   const closedError = (type: string) => new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`)

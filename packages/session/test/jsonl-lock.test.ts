@@ -10,7 +10,7 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -102,6 +102,20 @@ const loadEvents = (directory: string, id: string) =>
     Effect.map((loaded) => loaded.events),
     Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer))
   )
+
+/** Waits, a turn of the event loop at a time (never the clock), until `path` is gone; fails after many. */
+const untilGone = (path: string) =>
+  Effect.gen(function*() {
+    for (let turn = 0; turn < 10_000; turn++) {
+      if (!existsSync(path)) return
+      yield* Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          setImmediate(resolve)
+        })
+      )
+    }
+    return yield* Effect.die(new Error(`${path} is still there`))
+  })
 
 // ---------------------------------------------------------------------------------------------
 // in one process
@@ -300,6 +314,90 @@ describe("JsonlSessions lock: in one process", () => {
         }))
       })
     ))
+
+  it.effect("a session that stopped writing its changed file gives its lock back when it closes: the file resumes", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* seedFile(directory, "s", 1)
+        const file = join(directory, "s.jsonl")
+        const lock = lockOf(directory, "s")
+        yield* persisted(directory, Effect.gen(function*() {
+          yield* Effect.scoped(Effect.gen(function*() {
+            const { session } = yield* resume("s")
+            // another program appends the next event without the lock
+            appendFileSync(file, readFileSync(file, "utf8").split("\n")[1]!.replace("\"seq\":0", "\"seq\":1") + "\n")
+            yield* appendTexts(session, 1)
+            expect((yield* Effect.flip(flush(session))).code).toBe("PERSISTENCE")
+            expect(readLock(lock)).toMatchObject({ pid: process.pid })
+          }))
+          // the session closed: the lock it still held is given back, so its file can be resumed
+          const { session } = yield* resume("s")
+          expect(yield* session.seq).toBe(2)
+        }))
+        expect(existsSync(lock)).toBe(false)
+        expect((yield* loadEvents(directory, "s")).map((e) => e.seq)).toStrictEqual([0, 1])
+      })
+    ))
+
+  it.effect("a session that stopped writing gives its lock back at its close, not only when its layer closes", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        yield* seedFile(directory, "s", 1)
+        const file = join(directory, "s.jsonl")
+        const lock = lockOf(directory, "s")
+        const first = yield* openLayer(directory)
+        yield* first.run(Effect.scoped(Effect.gen(function*() {
+          const { session } = yield* resume("s")
+          appendFileSync(file, readFileSync(file, "utf8").split("\n")[1]!.replace("\"seq\":0", "\"seq\":1") + "\n")
+          yield* appendTexts(session, 1)
+          expect((yield* Effect.flip(flush(session))).code).toBe("PERSISTENCE")
+        })))
+        // its closing flush fails as the others did, and then it lets go: the first layer is
+        // still open, and another process (here: another layer) can resume the file
+        yield* untilGone(lock)
+        const second = yield* openLayer(directory)
+        const { session } = yield* second.run(resume("s"))
+        expect(yield* session.seq).toBe(2)
+        yield* second.close
+        yield* first.close
+      })
+    ))
+
+  for (
+    const [what, change, says] of [
+      ["removed", (file: string) => rmSync(file), "removed"],
+      // what an editor saving the file does: a new file renamed over the old one
+      ["replaced by another file", (file: string) => {
+        writeFileSync(`${file}.saved`, readFileSync(file))
+        renameSync(`${file}.saved`, file)
+      }, "another file"]
+    ] as const
+  ) {
+    it.effect(`a file ${what} behind the session's back stops it writing: PERSISTENCE, not flushes into a file nobody can read`, () =>
+      withDirectory((directory) =>
+        Effect.gen(function*() {
+          const file = join(directory, "s.jsonl")
+          yield* persisted(directory, Effect.gen(function*() {
+            const session = yield* create("s")
+            yield* appendTexts(session, 1)
+            yield* flush(session)
+            change(file)
+            const after = existsSync(file) ? readFileSync(file, "utf8") : undefined
+            yield* appendTexts(session, 1)
+            const error = yield* Effect.flip(flush(session))
+            expect(error.code).toBe("PERSISTENCE")
+            expect(error.message).toContain(file)
+            expect(error.message).toContain(says)
+            expect((yield* Effect.flip(flush(session))).code).toBe("PERSISTENCE")
+            expect(existsSync(file) ? readFileSync(file, "utf8") : undefined).toBe(after)
+            // nothing is lost: the session still has every event
+            expect(yield* session.seq).toBe(2)
+          }))
+          // and its lock is given back
+          expect(existsSync(lockOf(directory, "s"))).toBe(false)
+        })
+      ))
+  }
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -262,6 +262,32 @@ describe("JsonlSessions: resume and fork", () => {
       }))
     ))
 
+  it.effect("a session resumed right after its scope closed, before its closing flush ran, continues its file with every event", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        // never flushed: its events reach the disk only at its closing flush, which its close
+        // merely schedules
+        yield* Effect.scoped(withSession({ id: "quick" }, (s) => appendMany(s, 2)))
+        const { repairs, session } = yield* (yield* JsonlSessions.JsonlSessions).resume("quick")
+        expect(repairs).toStrictEqual([])
+        expect((yield* session.events).map((e) => e.seq)).toStrictEqual([0, 1])
+        yield* appendMany(session, 1)
+        yield* flush(session)
+        expect((yield* loadFile(join(directory, "quick.jsonl"))).events.map((e) => e.seq)).toStrictEqual([0, 1, 2])
+      }))
+    ))
+
+  it.effect("the layer's load and list see what a session logged once its scope closed, though its closing flush runs behind", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const jsonl = yield* JsonlSessions.JsonlSessions
+        yield* Effect.scoped(withSession({ id: "done" }, (s) => appendMany(s, 2)))
+        expect((yield* jsonl.load("done")).events.map((e) => e.seq)).toStrictEqual([0, 1])
+        yield* Effect.scoped(withSession({ id: "listed" }, (s) => appendMany(s, 3)))
+        expect((yield* jsonl.list).map((e) => [e.id, e.events])).toStrictEqual([["done", 2], ["listed", 3]])
+      }))
+    ))
+
   it.effect("resuming a session with no file is PERSISTENCE", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
@@ -601,6 +627,23 @@ describe("JsonlSessions: load", () => {
         // list fails with the first of them, as before
         const error = yield* Effect.flip(JsonlSessions.list(directory).pipe(Effect.provide(layer)))
         expect(error).toStrictEqual(unreadable[0]!.error)
+      })
+    ))
+
+  it.effect("a file not named as fileName names its session is reported by survey, not listed as one load cannot find", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        // named by hand: `load("a b")` and `resume("a b")` read a%20b.jsonl, never this file
+        writeFileSync(join(directory, "a b.jsonl"), headerOf("a b") + line(userEvent(0, "hi")))
+        writeFileSync(join(directory, "ok.jsonl"), headerOf("ok"))
+        const layer = Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)
+        const { entries, unreadable } = yield* JsonlSessions.survey(directory).pipe(Effect.provide(layer))
+        expect(entries.map((e) => e.id)).toStrictEqual(["ok"])
+        expect(unreadable.map((u) => [u.id, u.file, u.error.code])).toStrictEqual([
+          ["a b", join(directory, "a b.jsonl"), "PERSISTENCE"]
+        ])
+        expect(unreadable[0]!.error.message).toContain(join(directory, JsonlSessions.fileName("a b")))
+        expect(read(join(directory, "a b.jsonl"))).toBe(headerOf("a b") + line(userEvent(0, "hi")))
       })
     ))
 

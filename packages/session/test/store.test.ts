@@ -212,6 +212,25 @@ describe("SessionStore: seeded sessions (replay and fork)", () => {
       for (const event of yield* replay.events) expect(Freeze.isDeeplyFrozen(event)).toBe(true)
     }).pipe(Effect.provide(SessionStore.layer)))
 
+  it.effect("a seed that is no log dies naming what is wrong, and no session is created", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const cases: ReadonlyArray<readonly [unknown, ErrorConstructor, string]> = [
+        [[null], TypeError, "seed event 0 is null, not an event"],
+        [{ length: 1 }, TypeError, "a seed log must be an array of events"],
+        [[{ ...toEvents(turns)[0]!, seq: "0" }], RangeError, 'seed event 0 has seq "0"']
+      ]
+      for (const [seed, kind, says] of cases) {
+        const exit = yield* Effect.exit(store.create({ id: "bad", seed: seed as ReadonlyArray<SessionEvent.SessionEvent> }))
+        expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+        if (Exit.isFailure(exit)) {
+          expect(Cause.squash(exit.cause)).toBeInstanceOf(kind)
+          expect(String(Cause.squash(exit.cause))).toContain(says)
+        }
+      }
+      expect(yield* store.list).toStrictEqual([])
+    }).pipe(Effect.provide(SessionStore.layer)))
+
   for (
     const [what, seqs] of [
       ["does not count from 0", [1, 2, 3]],
