@@ -79,6 +79,15 @@ const ruleOf: Record<Assembler.AnomalyKind, Rule> = {
   "missing-finish": "finish-once"
 }
 
+// What is wrong with a tool-call delta's id, if anything. Every delta carries it, not only the
+// first (OpenAI's wire sends it once per call, so an adapter forwarding it as is leaves the
+// rest without one): the assembler takes a later id as the call's, so it would not notice.
+const missingId = (chunk: StreamChunk.ToolCallDelta): string | undefined => {
+  const id: unknown = chunk.id
+  if (typeof id !== "string") return `tool-call-delta for block ${chunk.index} has no id (${id === null ? "null" : typeof id})`
+  return id === "" ? `tool-call-delta for block ${chunk.index} has an empty id` : undefined
+}
+
 /**
  * The violations of a chunk sequence, in order; empty when it obeys the contract.
  *
@@ -94,12 +103,9 @@ export const check = (chunks: ReadonlyArray<StreamChunk.StreamChunk>): ReadonlyA
     if (chunk.type === "usage" && finished) {
       violations.push({ rule: "usage-before-finish", position, message: "usage after finish" })
     }
-    if (chunk.type === "tool-call-delta" && chunk.id === "") {
-      violations.push({
-        rule: "tool-call-identity",
-        position,
-        message: `tool-call-delta for block ${chunk.index} has an empty id`
-      })
+    const unidentified = chunk.type === "tool-call-delta" ? missingId(chunk) : undefined
+    if (unidentified !== undefined) {
+      violations.push({ rule: "tool-call-identity", position, message: unidentified })
     }
     const anomalies = assembler.push(chunk)
     repaired += anomalies.length

@@ -8,7 +8,8 @@
  *   usage before it, deltas only inside their block, tool-call ids on every delta, …);
  * - a failed stream fails with a typed error carrying a stable code (a `LlmError` or
  *   `NoModelError`), never with a defect; a failed stream need not have sent `finish`;
- * - a case's own expectation about the assembled answer holds.
+ * - a case's own expectation about the assembled answer holds;
+ * - the stream ends within `caseWithin`: a stalled case is reported, not waited for.
  *
  * And once, with the `endless` request (an answer that does not end by itself): interrupting
  * the consumer after its first chunk (which must come within `firstChunkWithin`) ends the
@@ -66,8 +67,12 @@ export interface Outcome {
  */
 export interface Violation {
   readonly case: string
-  /** A chunk-contract rule, or one of the kit's own: `typed-failure`, `expectation`, `interruption`. */
-  readonly rule: ChunkContract.Rule | "typed-failure" | "expectation" | "interruption"
+  /**
+   * A chunk-contract rule, or one of the kit's own: `typed-failure`, `expectation` (also an
+   * expectation that threw), `stalled` (a case's stream still running after `caseWithin`),
+   * `interruption`.
+   */
+  readonly rule: ChunkContract.Rule | "typed-failure" | "expectation" | "stalled" | "interruption"
   readonly message: string
 }
 
@@ -83,6 +88,11 @@ export interface Options<E> {
   readonly cases: ReadonlyArray<Case>
   /** A request whose answer does not end by itself, for the interruption check. */
   readonly endless?: ModelRequest.ModelRequest
+  /**
+   * How long a case's stream may take to end (default 30 seconds): one still running then is
+   * a `stalled` violation, and is interrupted without waiting for it.
+   */
+  readonly caseWithin?: Duration.Input
   /** How long the interrupted stream may take to end (default 5 seconds). */
   readonly interruptWithin?: Duration.Input
   /** How long the endless request's stream may take to give its first chunk (default 30 seconds). */
@@ -93,11 +103,47 @@ export interface Options<E> {
 
 const known = new Set<string>(ErrorCode.codes)
 
-const runCase = (model: Model["Service"], c: Case): Effect.Effect<ReadonlyArray<Violation>> =>
+// A case's stream, run until it ends or `within` passes (`undefined` then). Detached, like the
+// interruption check's: a stalled stream that ignores interruption must not hold `check` up.
+const runBounded = (
+  stream: Stream.Stream<StreamChunk.StreamChunk, unknown>,
+  chunks: Array<StreamChunk.StreamChunk>,
+  within: Duration.Input
+): Effect.Effect<Exit.Exit<void, unknown> | undefined> =>
+  Effect.gen(function*() {
+    const fiber = yield* Stream.runForEach(stream, (chunk) => Effect.sync(() => void chunks.push(chunk))).pipe(
+      Effect.exit,
+      Effect.forkDetach
+    )
+    // Interrupted when it stalled, or when `check` itself is (a no-op on a stream that ended).
+    const exit = yield* Effect.timeoutOption(Fiber.join(fiber), within).pipe(
+      Effect.ensuring(Effect.sync(() => fiber.interruptUnsafe()))
+    )
+    return Option.isSome(exit) ? exit.value : undefined
+  })
+
+// The case's own expectation, which is test code: a throw is its violation, not a defect of `check`.
+const expectation = (c: Case, outcome: Outcome): string | undefined => {
+  if (c.expect === undefined) return undefined
+  try {
+    return c.expect(outcome)
+  } catch (error) {
+    return `the expectation threw: ${HarnessError.describe(error)}`
+  }
+}
+
+const runCase = (model: Model["Service"], c: Case, within: Duration.Input): Effect.Effect<ReadonlyArray<Violation>> =>
   Effect.gen(function*() {
     const chunks: Array<StreamChunk.StreamChunk> = []
-    const exit = yield* Stream.runForEach(model.stream(c.request), (chunk) => Effect.sync(() => void chunks.push(chunk)))
-      .pipe(Effect.exit)
+    const ended = yield* runBounded(model.stream(c.request), chunks, within)
+    if (ended === undefined) {
+      return [{
+        case: c.name,
+        rule: "stalled",
+        message: `the stream did not end within ${Duration.format(Duration.fromInputUnsafe(within))} (${chunks.length} chunks so far)`
+      }]
+    }
+    const exit = ended
     const violations: Array<Violation> = []
     let failure: HarnessError.HarnessError | undefined
     if (Exit.isFailure(exit)) {
@@ -119,10 +165,8 @@ const runCase = (model: Model["Service"], c: Case): Effect.Effect<ReadonlyArray<
       }
       violations.push({ case: c.name, rule: v.rule, message: `chunk ${v.position}: ${v.message}` })
     }
-    if (c.expect !== undefined) {
-      const wrong = c.expect({ chunks, assembled: Assembler.assemble(chunks), failure })
-      if (wrong !== undefined) violations.push({ case: c.name, rule: "expectation", message: wrong })
-    }
+    const wrong = expectation(c, { chunks, assembled: Assembler.assemble(chunks), failure })
+    if (wrong !== undefined) violations.push({ case: c.name, rule: "expectation", message: wrong })
     return violations
   })
 
@@ -185,7 +229,8 @@ export const check = <E>(options: Options<E>): Effect.Effect<ReadonlyArray<Viola
   Effect.gen(function*() {
     const model = yield* Model
     const violations: Array<Violation> = []
-    for (const c of options.cases) violations.push(...(yield* runCase(model, c)))
+    const within = options.caseWithin ?? Duration.seconds(30)
+    for (const c of options.cases) violations.push(...(yield* runCase(model, c, within)))
     if (options.endless !== undefined) violations.push(...(yield* runInterruption(model, options, options.endless)))
     return violations
   }).pipe(Effect.scoped, Effect.provide(options.layer))

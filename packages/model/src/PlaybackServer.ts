@@ -111,7 +111,8 @@ export const stepOf = <W extends string | object, P>(
 
 /**
  * A wire's fixtures on the server: how one is played, and the fixture that answers a request
- * the server cannot answer (no fixture left for it, or a respond function that threw).
+ * the server cannot answer (no fixture left for it, a respond function that threw, or a fixture
+ * it cannot play: not one of the wire's, a status or a header Node refuses).
  *
  * @since 0.1.0
  * @category models
@@ -273,14 +274,35 @@ const answer = <F>(state: State, respond: Respond<F>, wire: Wire<F>) => (req: Ht
       if (!slot.log.finished && !res.writableFinished) slot.log.closedEarly = true
       for (const wake of slot.waiters) wake()
     })
-    let fixture: F
-    try {
-      fixture = pick(respond, wire, recorded, index)
-    } catch (error) {
-      fixture = wire.refusal(`fake server: ${(error as Error).message}`)
-    }
-    play(wire.script(fixture), res, slot).catch(() => res.destroy())
+    const script = scriptFor(respond, wire, recorded, index)
+    play(script, res, slot).catch((error) => {
+      // A fixture the server cannot send (a status out of range, a header Node refuses): its
+      // refusal, while no byte has left; otherwise the response is cut where it failed.
+      if (res.headersSent) return res.destroy()
+      play(wire.script(wire.refusal(`fake server: fixture #${index} cannot be played: ${described(error)}`)), res, slot)
+        .catch(() => res.destroy())
+    })
   })
+}
+
+const described = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+// What answers a request: its fixture, or the wire's refusal saying why there is none (the
+// respond function threw, or gave something the wire cannot play). Never a throw: it runs in
+// the server's event handler, where one would be an uncaught exception and leave the client
+// waiting for ever.
+const scriptFor = <F>(respond: Respond<F>, wire: Wire<F>, request: RecordedRequest, index: number): Script => {
+  let fixture: F
+  try {
+    fixture = pick(respond, wire, request, index)
+  } catch (error) {
+    return wire.script(wire.refusal(`fake server: ${described(error)}`))
+  }
+  try {
+    return wire.script(fixture)
+  } catch (error) {
+    return wire.script(wire.refusal(`fake server: fixture #${index} cannot be played: ${described(error)}`))
+  }
 }
 
 const awaitClosedEarly = (state: State) => (index: number, within = 2000) =>

@@ -81,7 +81,9 @@ export interface ReplyOptions {
 
 /**
  * A tool call to script. `arguments` may be the raw JSON string (sent as is, even if it is
- * not valid JSON) or a value to serialize.
+ * not valid JSON), a value to serialize, or `undefined` for a call without arguments (sent
+ * as `""`, as providers send such calls). A value JSON cannot write (a function, a symbol, a
+ * bigint, a cycle) is refused when the reply is built, with a `TypeError` naming the call.
  *
  * @since 0.1.0
  * @category models
@@ -93,6 +95,23 @@ export interface ScriptedCall {
 }
 
 const emit = (chunk: StreamChunk.StreamChunk): Step => ({ _tag: "Emit", chunk })
+
+// `JSON.stringify` answers `undefined` for what it cannot write, which would script a tool call
+// without arguments (and chunks that break the contract): refused where the script is written.
+const argumentsText = (call: ScriptedCall, position: number): string => {
+  if (typeof call.arguments === "string") return call.arguments
+  if (call.arguments === undefined) return ""
+  let text: string | undefined
+  try {
+    text = JSON.stringify(call.arguments)
+  } catch (cause) {
+    throw new TypeError(`ScriptedModel.reply.toolCalls: the arguments of call ${position} ("${call.name}") are not JSON: ${String(cause)}`, { cause })
+  }
+  if (text === undefined) {
+    throw new TypeError(`ScriptedModel.reply.toolCalls: the arguments of call ${position} ("${call.name}") are a ${typeof call.arguments}, not JSON`)
+  }
+  return text
+}
 
 /**
  * Builders for replies.
@@ -127,7 +146,7 @@ export const reply = {
           type: "tool-call",
           id: Ids.callId(call.id ?? `call_${i + 1}`),
           name: call.name,
-          arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments)
+          arguments: argumentsText(call, i + 1)
         }))
       ],
       options

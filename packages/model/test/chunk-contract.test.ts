@@ -194,6 +194,26 @@ describe("ChunkContract.check on broken sequences", () => {
       .toStrictEqual([])
   })
 
+  it("tool-call-identity: a delta without an id (past the types) is caught, also when it is the call's first", () => {
+    const { blockEnd, blockStart, finish } = S
+    const delta = (idOf: unknown, argumentsDelta: string, name?: string) =>
+      ({ type: "tool-call-delta", index: 0, id: idOf, argumentsDelta, ...(name === undefined ? {} : { name }) }) as S.StreamChunk
+    const sequence = (...deltas: ReadonlyArray<S.StreamChunk>) => [
+      blockStart(0, "tool-call"),
+      ...deltas,
+      blockEnd(0, Content.toolCall(id("a"), "bash", "{}")),
+      finish(FinishReason.toolCalls)
+    ]
+    // how an adapter forwarding OpenAI's deltas as they are goes wrong: the id on the first only
+    expect(ChunkContract.check(sequence(delta(undefined, "{", "bash"), delta("a", "}")))).toStrictEqual([
+      { rule: "tool-call-identity", position: 1, message: "tool-call-delta for block 0 has no id (undefined)" }
+    ])
+    expect(found(sequence(delta("a", "{", "bash"), delta(null, "}")))).toStrictEqual([
+      { rule: "tool-call-identity", position: 2 },
+      { rule: "tool-call-identity", position: 2 }
+    ])
+  })
+
   it("every rule of ChunkContract.rules is reachable and has a distinct name", () => {
     const broken: ReadonlyArray<ReadonlyArray<S.StreamChunk>> = [
       ok.slice(0, 3),

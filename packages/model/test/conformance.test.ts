@@ -422,3 +422,44 @@ describe("Conformance interruption check", () => {
       }])
     }))
 })
+
+describe("Conformance: a case that stalls, an expectation that throws", () => {
+  it.effect("a case whose stream never ends is a stalled violation after caseWithin, and the next case still runs", () =>
+    Effect.gen(function*() {
+      const violations = yield* checkUnderTestClock({
+        name: "stalls",
+        layer: scripted({ script: [reply.hangAt(reply.text("half"), 2), reply.text("fine")] }),
+        cases: [
+          { name: "stalled", request: request("first") },
+          { name: "after", request: request("second") }
+        ],
+        caseWithin: "10 seconds"
+      })
+      expect(violations).toStrictEqual([{
+        case: "stalled",
+        rule: "stalled",
+        message: "the stream did not end within 10s (2 chunks so far)"
+      }])
+    }))
+
+  it.effect("a stalled stream that ignores interruption does not hold the check up", () =>
+    Effect.gen(function*() {
+      const violations = yield* checkUnderTestClock({
+        name: "stubborn",
+        layer: endlessModel(() => Stream.fromEffect(Effect.uninterruptible(Effect.never))),
+        cases: [{ name: "stubborn", request: endless }],
+        caseWithin: "1 second"
+      })
+      expect(rulesOf(violations)).toStrictEqual(["stalled"])
+    }))
+
+  it.effect("an expectation that throws is an expectation violation naming what it threw, not a defect of the check", () =>
+    Effect.gen(function*() {
+      const violations = yield* checkOne(reply.text("hello"), (o) => (o.assembled.message.content[3] as { text: string }).text)
+      expect(violations).toStrictEqual([{
+        case: "broken",
+        rule: "expectation",
+        message: "the expectation threw: TypeError: Cannot read properties of undefined (reading 'text')"
+      }])
+    }))
+})

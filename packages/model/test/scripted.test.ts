@@ -123,6 +123,19 @@ describe("ScriptedModel.reply builders", () => {
       ])
     }))
 
+  it.effect("toolCalls: undefined arguments are a call without arguments (\"\"); what JSON cannot write is refused when scripted", () =>
+    Effect.gen(function*() {
+      const chunks = yield* collect(reply.toolCalls([{ name: "now", arguments: undefined }]))
+      expect(ChunkContract.check(chunks)).toStrictEqual([])
+      expect(Assembler.assemble(chunks).message.content).toStrictEqual([Content.toolCall(call("call_1"), "now", "")])
+      expect(() => reply.toolCalls([{ name: "ok", arguments: {} }, { name: "fn", arguments: () => 1 }])).toThrow(
+          new TypeError(`ScriptedModel.reply.toolCalls: the arguments of call 2 ("fn") are a function, not JSON`)
+        )
+      expect(() => reply.toolCalls([{ name: "big", arguments: { n: 1n } }])).toThrow(
+        /^ScriptedModel\.reply\.toolCalls: the arguments of call 1 \("big"\) are not JSON: TypeError/
+      )
+    }))
+
   it.effect("toolCalls with text puts the text first; call ids still count calls only", () =>
     Effect.gen(function*() {
       const chunks = yield* collect(reply.toolCalls(

@@ -6,7 +6,9 @@
  * (no casts), fails only with harness errors (each carries a catalog code, which the tool
  * result reports), and may require services, which flow into the Layer that registers it. The
  * JSON Schema the model sees is generated from the same Struct ({@link wireSchema}), so what
- * the model is told and what the decoder accepts cannot drift apart.
+ * the model is told and what the decoder accepts cannot drift apart as far as JSON Schema can
+ * say what the Struct checks; what it cannot say (see {@link make}) the decoder still enforces,
+ * reporting each violation with its path.
  *
  * {@link fromJsonSchema} defines a tool from a raw JSON Schema (how MCP tools arrive): its
  * arguments are parsed but not decoded; the tool validates its own input.
@@ -157,7 +159,17 @@ export interface CommonOptions {
  *   `isMinLength`/`isMaxLength` count UTF-16 code units, JSON Schema counts code points, so
  *   Effect publishes `isMinLength(n)` as `minLength: ⌈n/2⌉`;
  * - no nested `Schema.Struct({})`: Effect reads it as TypeScript's `{}`, any value but null
- *   (only the top-level empty struct, a tool without arguments, is made an empty object).
+ *   (only the top-level empty struct, a tool without arguments, is made an empty object);
+ * - patterns: a RegExp with the `u` flag (`Schema.isPattern(/^[a-z]+$/u)`). JSON Schema
+ *   patterns are Unicode patterns, so Effect publishes only those: without the flag the model
+ *   is told any string (a `Schema.Record`'s key pattern too), and learns the pattern only
+ *   when a call fails it.
+ *
+ * What JSON Schema cannot say is left out of the wire schema and enforced by the decoder alone:
+ * a `Schema.makeFilter` (on a field or on the whole struct) and what a transformation checks
+ * (`FiniteFromString`'s finiteness, a valid `Date` or `URL`). Give such a check a `message` or
+ * an `expected` annotation: that is what the model reads when a call fails it (one without
+ * either is "Expected a value that passes the parameters' check").
  *
  * @example
  * ```ts

@@ -13,6 +13,7 @@
  *
  * - An empty (or all-whitespace) string means `{}`: providers send it for calls without
  *   arguments.
+ * - Arguments that are no string at all (past the types) are a `json-syntax` violation too.
  * - Text that is not JSON fails with where parsing stopped (line, column) and an excerpt of
  *   that line with a caret under the spot.
  * - Objects and arrays nested deeper than {@link maxDepth} levels fail with one `too-deep`
@@ -27,7 +28,8 @@
  * - Each violation is also data (`ToolErrors.Violation`): `path`, `kind`, `expected`,
  *   `actual` (absent when nothing was received) and `message`.
  * - Decoding goes through `Schema.toCodecJson` of the parameters, the same codec the wire
- *   schema describes, so what the model is told and what is accepted agree.
+ *   schema describes, so what the model is told and what is accepted agree wherever JSON
+ *   Schema can say it (see `Tool.make` for what it cannot, which the decoder enforces alone).
  * - A valid call costs about what Ajv's compiled validator does: it is decoded by Effect's
  *   JIT-compiled decoder of that codec, and only a call that fails it goes through the full
  *   decode that collects every violation (see `internal/fast.ts`). Both accept the same
@@ -113,6 +115,7 @@ const depthExpectation = `at most ${maxDepth} levels of nested objects and array
  * @category decoding
  */
 export const parse = (tool: string, raw: string): Result.Result<Schema.Json, ToolArgsError> => {
+  if (typeof raw !== "string") return Result.fail(notText(tool, raw))
   if (raw.trim().length === 0) return Result.succeed({})
   let value: Schema.Json
   try {
@@ -126,6 +129,21 @@ export const parse = (tool: string, raw: string): Result.Result<Schema.Json, Too
     fromViolations(tool, [
       violation(deep.path, "too-deep", depthExpectation, `Nested too deeply, expected ${depthExpectation}`, preview(deep.value))
     ])
+  )
+}
+
+// Arguments that are no string at all (past the types: a middleware that put the parsed object
+// back, an adapter written in JavaScript) are not JSON text either: the arguments' fault, said
+// so, rather than a TypeError blamed on the tool.
+const notText = (tool: string, raw: unknown): ToolArgsError => {
+  const actual = preview(raw)
+  const message = `not a JSON text (a string) but ${actual}`
+  return withoutStack(() =>
+    new ToolArgsError({
+      tool,
+      message: `Invalid arguments for tool "${tool}": the arguments are ${message}`,
+      violations: [violation([], "json-syntax", "a JSON text", message, actual)]
+    })
   )
 }
 
@@ -256,7 +274,7 @@ const noArguments = (tool: string, excessKeys: Tool.ExcessKeys): Decoder<Record<
   )
   const count = keys.length - maxListedExcessKeys
   const first = keys.slice(maxListedExcessKeys, maxListedExcessKeys + namedOmitted)
-  const summary = count <= 0 ? [] : [excessSummary([], { count, first }, "no keys", "this tool takes no arguments")]
+  const summary = count <= 0 ? [] : [excessSummary([], { count, first }, noArgumentsExcess)]
   return Result.fail(fromViolations(tool, [...listed, ...summary]))
 }
 
@@ -300,7 +318,19 @@ export const format = (tool: string, violations: ReadonlyArray<Violation>): stri
 
 // Messages without the received value: we add our own bounded preview instead of
 // `reportInput`, which would echo inputs of any size.
-const standard = SchemaIssue.makeFormatterStandardSchemaV1()
+const standard = SchemaIssue.makeFormatterStandardSchemaV1({ checkHook: (issue) => checkMessage(issue) })
+
+// What a check that failed wants, when it does not say: the parameters' own check.
+const unnamedCheck = "a value that passes the parameters' check"
+
+// A check without a `message` or an `expected` annotation is `<filter>` to Effect ("Expected
+// <filter>, got …"), which tells the model nothing it can act on: it is named for what it is.
+const checkMessage = (issue: SchemaIssue.Filter): string | undefined => {
+  const own = SchemaIssue.defaultCheckHook(issue)
+  if (own !== undefined || issue.issue._tag !== "InvalidValue") return own
+  const expected = issue.issue.annotations?.["expected"]
+  return typeof expected === "string" || checkExpectation(issue.filter) !== undefined ? undefined : `Expected ${unnamedCheck}`
+}
 
 type Path = ReadonlyArray<string | number>
 
@@ -357,8 +387,7 @@ const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
       walk(inner, path, issue.ast)
     }
     if (omitted.count === 0) return
-    const allowed = allowedKeys(issue.ast)
-    out.splice(summaryAt, 0, excessSummary(path, omitted, excessExpectation(allowed), excessHint(allowed)))
+    out.splice(summaryAt, 0, excessSummary(path, omitted, excessOf(issue.ast)))
   }
   walk(root, [], undefined)
   return out
@@ -379,6 +408,27 @@ const excessExpectation = (allowed: ReadonlyArray<string>): string =>
 const excessHint = (allowed: ReadonlyArray<string>): string =>
   allowed.length === 0 ? "this object takes no keys" : `allowed keys: ${allowed.join(", ")}`
 
+/** What a container holding more than it declares takes instead, in the words of its kind. */
+interface Excess {
+  readonly expected: string
+  readonly hint: string
+  /** What its extras are: an object's are keys, a tuple's elements. */
+  readonly noun: "key" | "element"
+}
+
+const noArgumentsExcess: Excess = { expected: "no keys", hint: "this tool takes no arguments", noun: "key" }
+
+// Effect reports a tuple's extra elements as unexpected keys of the array, whatever the
+// excess-key policy (and the wire schema closes tuples too): they are described as elements.
+const excessOf = (ast: SchemaAST.AST): Excess => {
+  if (SchemaAST.isArrays(ast)) {
+    const most = plural(ast.elements.length, "element")
+    return { expected: `at most ${most}`, hint: `this array takes at most ${most}`, noun: "element" }
+  }
+  const allowed = allowedKeys(ast)
+  return { expected: excessExpectation(allowed), hint: excessHint(allowed), noun: "key" }
+}
+
 // Enough names for the model to recognise what it did (numbered keys, a pasted object).
 const namedOmitted = 3
 
@@ -387,13 +437,12 @@ const namedOmitted = 3
 const excessSummary = (
   path: Path,
   omitted: { readonly count: number; readonly first: ReadonlyArray<string | number> },
-  expected: string,
-  hint: string
+  excess: Excess
 ): Violation => {
-  const names = omitted.first.map((key) => JSON.stringify(clip(String(key), 40))).join(", ")
+  const names = omitted.first.map((key) => typeof key === "number" ? `[${key}]` : JSON.stringify(clip(key, 40))).join(", ")
   const actual = omitted.count > omitted.first.length ? `${names}, …` : names
-  const message = `${plural(omitted.count, "more unexpected key")} beside those listed: ${actual} (${hint})`
-  return violation(path, "unexpected-key", expected, message, actual)
+  const message = `${plural(omitted.count, `more unexpected ${excess.noun}`)} beside those listed: ${actual} (${excess.hint})`
+  return violation(path, "unexpected-key", excess.expected, message, actual)
 }
 
 const segment = (key: PropertyKey): string | number => (typeof key === "number" ? key : String(key))
@@ -412,14 +461,15 @@ const missingKey = (issue: SchemaIssue.MissingKey, path: Path, parent: SchemaAST
 }
 
 const unexpectedKey = (issue: SchemaIssue.UnexpectedKey, path: Path, input: unknown): Violation => {
-  const allowed = allowedKeys(issue.ast)
   const received = valueAt(input, path)
   const actual = received.found ? preview(received.value) : undefined
+  const excess = excessOf(issue.ast)
+  if (excess.noun === "element") return violation(path, "unexpected-key", excess.expected, `Unexpected element (${excess.hint})`, actual)
+  const allowed = allowedKeys(issue.ast)
   const key = path.at(-1)
   const meant = typeof key === "string" && allowed.length > 0 ? suggest(key, allowed) : undefined
-  const hint = excessHint(allowed)
-  const message = meant === undefined ? `Unexpected key (${hint})` : `Unexpected key, did you mean "${meant}"? (${hint})`
-  return violation(path, "unexpected-key", excessExpectation(allowed), message, actual)
+  const message = meant === undefined ? `Unexpected key (${excess.hint})` : `Unexpected key, did you mean "${meant}"? (${excess.hint})`
+  return violation(path, "unexpected-key", excess.expected, message, actual)
 }
 
 // The kind of a leaf issue and what its Schema wanted: a type's description, a check's own
@@ -431,7 +481,7 @@ const leafFacts = (issue: SchemaIssue.Issue): { readonly kind: ViolationKind; re
     case "OneOf":
       return { kind: "type", expected: expectedOf(issue.ast) }
     case "Filter":
-      return { kind: "check", expected: checkExpectation(issue.filter) ?? "a value that passes the parameters' check" }
+      return { kind: "check", expected: checkExpectation(issue.filter) ?? unnamedCheck }
     case "InvalidValue": {
       const expected = issue.annotations?.["expected"]
       return { kind: "check", expected: typeof expected === "string" ? expected : "a valid value" }

@@ -23,6 +23,8 @@ import * as Schema from "effect/Schema"
  * - `"missing-key"`: a required key is absent;
  * - `"unexpected-key"`: a key the parameters do not declare (the tool rejects excess keys),
  *   or, at an object, how many more of its keys are (past `ToolArgs.maxListedExcessKeys`);
+ *   also an element past the end of a tuple (`Schema.Tuple` takes no extra elements under
+ *   either excess-key policy, and its wire schema says so), described as an element;
  * - `"type"`: a value of the wrong type, or matching no member of a union or literal set;
  * - `"check"`: a value of the right type that fails a refinement (a bound, a length, a
  *   pattern, a custom check).

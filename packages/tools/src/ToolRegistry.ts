@@ -267,8 +267,21 @@ const effectOf = (name: string, returned: unknown): Effect.Effect<Tool.Output, u
     ? returned as Effect.Effect<Tool.Output, unknown>
     : Effect.fail(new ToolFailedError({
       tool: name,
-      message: `Tool "${name}" failed: its execute returned ${HarnessError.describe(returned)}, not an Effect (wrap a value in Effect.succeed)`
+      message: `Tool "${name}" failed: its execute returned ${returnedWhat(returned)}, not an Effect (${
+        isThenable(returned) ? "wrap a Promise in Effect.tryPromise, or write execute with Effect.gen" : "wrap a value in Effect.succeed"
+      })`
     }))
+
+// An `async` execute returns a Promise, which `describe` renders as the empty object it looks like.
+const isThenable = (u: unknown): boolean => {
+  try {
+    return Predicate.hasProperty(u, "then") && typeof u.then === "function"
+  } catch {
+    return false
+  }
+}
+
+const returnedWhat = (returned: unknown): string => (isThenable(returned) ? "a Promise" : HarnessError.describe(returned))
 
 const isContent = Schema.is(Content.ToolResultContent)
 

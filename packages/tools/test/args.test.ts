@@ -722,3 +722,69 @@ describe("ToolArgs: nesting depth", () => {
     expect(error(decode, `{"root": {"children": [${tree}]}}`).violations[0]?.kind).toBe("too-deep")
   })
 })
+
+describe("ToolArgs: tuples, unnamed checks and arguments that are no text", () => {
+  const refused = (tool: Tool.Any, raw: string): ToolErrors.ToolArgsError => {
+    const result = ToolArgs.decoder(tool)(raw)
+    if (Result.isSuccess(result)) throw new Error(`expected ${raw} to be refused, got ${JSON.stringify(result.success)}`)
+    return result.failure
+  }
+  const make = (parameters: Tool.ParametersSchema, excessKeys?: Tool.ExcessKeys) =>
+    Tool.make("t", { description: "", parameters, ...(excessKeys === undefined ? {} : { excessKeys }), execute: () => Effect.succeed("") })
+
+  it("an element past the end of a tuple is an unexpected element, under either policy, not a key of an object", () => {
+    for (const policy of ["reject", "ignore"] as const) {
+      const tool = make(Schema.Struct({ at: Schema.Tuple([Schema.String, Schema.optionalKey(Schema.Int)]) }), policy)
+      const e = refused(tool, `{"at":["a",1,2]}`)
+      expect(e.violations).toStrictEqual([{
+        path: ["at", 2],
+        kind: "unexpected-key",
+        expected: "at most 2 elements",
+        actual: "2",
+        message: "Unexpected element (this array takes at most 2 elements)"
+      }])
+      // past the listed ones, they are counted at the array, by index
+      const many = refused(tool, JSON.stringify({ at: ["a", 1, ...Array.from({ length: 100 }, (_, i) => i)] }))
+      expect(many.violations).toHaveLength(11)
+      expect(many.violations[10]).toStrictEqual({
+        path: ["at"],
+        kind: "unexpected-key",
+        expected: "at most 2 elements",
+        actual: "[12], [13], [14], …",
+        message: "90 more unexpected elements beside those listed: [12], [13], [14], … (this array takes at most 2 elements)"
+      })
+    }
+  })
+
+  it("a check that names nothing is the parameters' check to the model, not Effect's <filter>", () => {
+    const tool = make(Schema.Struct({ low: Schema.Int, high: Schema.Int }).check(Schema.makeFilter((o) => o.low < o.high)))
+    expect(refused(tool, `{"low":2,"high":1}`).violations).toStrictEqual([{
+      path: [],
+      kind: "check",
+      expected: "a value that passes the parameters' check",
+      actual: `{"low":2,"high":1}`,
+      message: `Expected a value that passes the parameters' check, got {"low":2,"high":1}`
+    }])
+    // a check's own words are kept
+    const named = make(Schema.Struct({ n: Schema.Int.check(Schema.makeFilter((n) => n % 2 === 0, { message: "must be even" })) }))
+    expect(refused(named, `{"n":3}`).violations[0]?.message).toBe("must be even, got 3")
+    const expected = make(Schema.Struct({ n: Schema.Int.check(Schema.makeFilter((n) => n % 2 === 0, { expected: "an even number" })) }))
+    expect(refused(expected, `{"n":3}`).violations[0]?.message).toBe("Expected an even number, got 3")
+  })
+
+  it("arguments that are no string (past the types) are INVALID_ARGS, not a TypeError", () => {
+    const tool = make(Schema.Struct({ a: Schema.Int }))
+    for (const [raw, actual] of [[undefined, "undefined"], [{ a: 1 }, `{"a":1}`], [null, "null"]] as const) {
+      const e = refused(tool, raw as unknown as string)
+      expect(e.code).toBe("INVALID_ARGS")
+      expect(e.violations).toStrictEqual([{
+        path: [],
+        kind: "json-syntax",
+        expected: "a JSON text",
+        actual,
+        message: `not a JSON text (a string) but ${actual}`
+      }])
+      expect(Result.isFailure(ToolArgs.parse("t", raw as unknown as string))).toBe(true)
+    }
+  })
+})

@@ -320,12 +320,22 @@ describe("ToolRegistry.execute", () => {
           "TOOL_FAILED"
         )
       )
+      // an `async` execute: said to be a Promise, not described as the `{}` it looks like
+      expect(yield* execute(call("async", ""))).toStrictEqual(
+        failed(
+          "call-1",
+          `Tool "async" failed: its execute returned a Promise, not an Effect (wrap a Promise in Effect.tryPromise, or write execute with Effect.gen)`,
+          "ToolFailedError",
+          "TOOL_FAILED"
+        )
+      )
     }).pipe(
       Effect.provide(
         registryWith(
           simple("liar", () => Effect.fail({ oops: true } as unknown as ToolErrors.ToolFailedError)),
           simple("weird", () => Effect.succeed(42 as unknown as string)),
-          simple("plain", () => "plain string" as unknown as Effect.Effect<string>)
+          simple("plain", () => "plain string" as unknown as Effect.Effect<string>),
+          simple("async", (async () => "later") as unknown as () => Effect.Effect<string>)
         )
       )
     ))

@@ -1,4 +1,4 @@
-import { Tool, ToolErrors } from "@dsh/tools"
+import { Tool, ToolArgs, ToolErrors } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Option, Result, Schema } from "effect"
 import { bash, readFile } from "./fixtures.ts"
@@ -331,6 +331,36 @@ describe("Tool.wireSchema", () => {
     expect(refusal(lying).message).toBe(
       `Tool "lying" has invalid parameters: the parameters must be a JSON Schema of type "object", got type "string"`
     )
+  })
+})
+
+describe("Tool.wireSchema: what JSON Schema cannot say, as Tool.make documents", () => {
+  const tool = (parameters: Tool.ParametersSchema) =>
+    Tool.make("t", { description: "", parameters, execute: () => Effect.succeed("") })
+
+  it("a pattern is published only for a RegExp with the u flag; without it the decoder alone enforces it, at its path", () => {
+    expect(wire(tool(Schema.Struct({ id: Schema.String.check(Schema.isPattern(/^[a-z]+$/u)) }))).parameters["properties"])
+      .toStrictEqual({ id: { type: "string", pattern: "^[a-z]+$" } })
+    const loose = tool(Schema.Struct({ id: Schema.String.check(Schema.isPattern(/^[a-z]+$/)) }))
+    expect(wire(loose).parameters["properties"]).toStrictEqual({ id: { type: "string" } })
+    const refused = ToolArgs.decoder(loose)(`{"id":"ABC"}`)
+    expect(Result.isFailure(refused) && refused.failure.violations.map((v) => [v.path, v.kind])).toStrictEqual([[["id"], "check"]])
+  })
+
+  it("a custom check and what a transformation checks are left out of the wire schema", () => {
+    const parameters = Schema.Struct({
+      even: Schema.Int.check(Schema.makeFilter((n) => n % 2 === 0, { message: "must be even" })),
+      count: Schema.FiniteFromString
+    })
+    expect(wire(tool(parameters)).parameters["properties"]).toStrictEqual({
+      even: { type: "integer", minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+      count: { type: "string" }
+    })
+    const refused = ToolArgs.decoder(tool(parameters))(`{"even":3,"count":"many"}`)
+    expect(Result.isFailure(refused) && refused.failure.violations.map((v) => [v.path, v.message])).toStrictEqual([
+      [["even"], "must be even, got 3"],
+      [["count"], `Expected a finite number, got "many"`]
+    ])
   })
 })
 
