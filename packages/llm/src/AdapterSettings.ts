@@ -10,6 +10,7 @@
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
+import * as Schedule from "effect/Schedule"
 
 /**
  * A duration setting: `positive` (a timeout: zero would fail every request at once) or
@@ -43,6 +44,25 @@ export const retryCount = (name: string, times: unknown): Result.Result<number, 
   typeof times === "number" && Number.isFinite(times) && times >= 0
     ? Result.succeed(Math.floor(times))
     : Result.fail(`${name} must be a whole number of retries, 0 or more, got ${quoted(times)}`)
+
+/**
+ * A retry schedule setting: a `Schedule`, or the adapter's default when absent. Code past the
+ * types (a config object, a plain function) is refused when the Layer is built, where it would
+ * otherwise make the Layer die when the adapter is made.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const schedule = <S extends Schedule.Schedule<any, any, any, any>>(
+  name: string,
+  given: S | undefined,
+  fallback: S
+): Result.Result<S, string> =>
+  given === undefined
+    ? Result.succeed(fallback)
+    : Schedule.isSchedule(given)
+    ? Result.succeed(given)
+    : Result.fail(`${name} must be a Schedule, got ${shown(given)}`)
 
 // JSON would show NaN and the infinities as null
 const quoted = (value: unknown): string => (typeof value === "number" ? String(value) : JSON.stringify(value) ?? String(value))

@@ -395,15 +395,6 @@ const checkReasoning = (options: Options, profile: Profile.Resolved): Effect.Eff
   ))
 }
 
-// A retry schedule given by code that is past the types is refused at build time: it would
-// otherwise make the Layer die when the adapter is made.
-const checkSchedule = (
-  schedule: Schedule.Schedule<unknown, LlmError.LlmError> | undefined
-): Effect.Effect<Schedule.Schedule<unknown, LlmError.LlmError>, OpenAiConfigError> =>
-  schedule === undefined ? Effect.succeed(defaultSchedule) : Schedule.isSchedule(schedule)
-    ? Effect.succeed(schedule)
-    : Effect.fail(configError("retry", `retry.schedule must be a Schedule, got ${AdapterSettings.shown(schedule)}`))
-
 /**
  * Resolves options against the environment (through the current `ConfigProvider`) and the
  * profile.
@@ -439,7 +430,7 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
       idleTimeout: yield* checked("idleTimeout", AdapterSettings.duration("idleTimeout", options.idleTimeout ?? "60 seconds", "positive")),
       retry: {
         times: yield* checked("retry", AdapterSettings.retryCount("retry.times", options.retry?.times ?? 2)),
-        schedule: yield* checkSchedule(options.retry?.schedule),
+        schedule: yield* checked("retry", AdapterSettings.schedule("retry.schedule", options.retry?.schedule, defaultSchedule)),
         maxRetryAfter: yield* checked(
           "retry",
           AdapterSettings.duration("retry.maxRetryAfter", options.retry?.maxRetryAfter ?? "60 seconds", "non-negative")
