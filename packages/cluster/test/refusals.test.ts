@@ -10,22 +10,13 @@
  * cannot be reached fails the runner's and the client's build with its `SqlError`, typed. And a
  * turn that fails on the runner reaches the caller of `run` as its own typed error, over the wire.
  */
-import { ClusterClient, ClusterRunner } from "@dsh/cluster"
+import { ClusterClient } from "@dsh/cluster"
 import { type Content, LlmError } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, References, Stream } from "effect"
 import { freshDatabase, serverUrl } from "../../../scripts/postgres-fixture.ts"
-import { freePort, testSharding } from "./fixtures/cluster.ts"
-
-const runner = (database: string, port: number, script: ReadonlyArray<ScriptedModel.Reply> = [ScriptedModel.reply.text("fine")]) =>
-  ClusterRunner.layer({
-    database,
-    address: { host: "127.0.0.1", port },
-    model: ScriptedModel.layer({ script }),
-    agent: { model: "scripted" },
-    sharding: testSharding
-  })
+import { freePort, inProcessRunner, testSharding } from "./fixtures/cluster.ts"
 
 describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
   it.live("a malformed message is refused before it is sent; the empty session id is refused by the runner, for every call", () =>
@@ -80,7 +71,7 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
           expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
           expect(refused.message).toContain("session.id")
         }
-      }).pipe(Effect.provide(runner(database, port)), Effect.provideService(References.MinimumLogLevel, "Error"))
+      }).pipe(Effect.provide(inProcessRunner(database, port)), Effect.provideService(References.MinimumLogLevel, "Error"))
     }).pipe(Effect.scoped))
 })
 
@@ -94,7 +85,7 @@ describe("ClusterRunner, ClusterClient: a database that cannot be reached", () =
       unknown.pathname = "/dsh_no_such_database"
       for (const database of [closed.toString(), unknown.toString(), "not a url"]) {
         const built = [
-          yield* Effect.flip(Layer.build(runner(database, port)).pipe(Effect.scoped)),
+          yield* Effect.flip(Layer.build(inProcessRunner(database, port)).pipe(Effect.scoped)),
           yield* Effect.flip(Layer.build(ClusterClient.layer({ database, sharding: testSharding })).pipe(Effect.scoped))
         ]
         for (const error of built) expect(error._tag, database).toBe("SqlError")
@@ -117,6 +108,6 @@ describe("ClusterClient: a turn that fails on the runner", () => {
         expect(error).toBeInstanceOf(LlmError.LlmServerError)
         expect(error).toMatchObject({ code: "LLM_SERVER", message: "the provider is down", status: 503 })
         expect(yield* agent.run("again")).toMatchObject({ turn: 2, text: "back" })
-      }).pipe(Effect.provide(runner(database, port, script)), Effect.provideService(References.MinimumLogLevel, "Error"))
+      }).pipe(Effect.provide(inProcessRunner(database, port, script)), Effect.provideService(References.MinimumLogLevel, "Error"))
     }).pipe(Effect.scoped))
 })

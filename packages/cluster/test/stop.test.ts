@@ -5,23 +5,14 @@
  * the turn and flushes the session; the `run` is delivered again to the next owner, which finds
  * its message in the log and answers `TURN_INTERRUPTED`; the next `run` is served there.
  */
-import { ClusterClient, ClusterRunner, TurnInterruptedError } from "@dsh/cluster"
+import { ClusterClient, TurnInterruptedError } from "@dsh/cluster"
 import { ScriptedModel } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, References, Scope } from "effect"
 import { freshDatabase } from "../../../scripts/postgres-fixture.ts"
-import { freePort, testSharding, waitUntil } from "./fixtures/cluster.ts"
+import { freePort, inProcessRunner, testSharding, waitUntil } from "./fixtures/cluster.ts"
 
 const { reply } = ScriptedModel
-
-const runner = (database: string, port: number, script: ReadonlyArray<ScriptedModel.Reply>) =>
-  ClusterRunner.layer({
-    database,
-    address: { host: "127.0.0.1", port },
-    model: ScriptedModel.layer({ script }),
-    agent: { model: "scripted" },
-    sharding: testSharding
-  })
 
 describe("agents on Effect Cluster: a runner stops mid-turn", () => {
   it.live("the run's caller gets TURN_INTERRUPTED from the next owner; the next run is served there", () =>
@@ -29,13 +20,13 @@ describe("agents on Effect Cluster: a runner stops mid-turn", () => {
       const database = yield* freshDatabase
       const [portA, portB] = yield* Effect.promise(() => Promise.all([freePort(), freePort()]))
       const first = yield* Scope.make()
-      yield* Layer.buildWithScope(Layer.fresh(runner(database, portA, [reply.hangAt(reply.text("never"), 0)])), first)
+      yield* Layer.buildWithScope(Layer.fresh(inProcessRunner(database, portA, [reply.hangAt(reply.text("never"), 0)])), first)
       yield* Effect.gen(function*() {
         const agent = yield* ClusterClient.agent("stopped")
         const running = yield* Effect.forkChild(Effect.flip(agent.run("a question")))
         yield* waitUntil("the turn runs on the first runner", Effect.map(agent.status, (s) => s.status === "running"))
 
-        yield* Layer.build(Layer.fresh(runner(database, portB, [reply.text("from the second runner")])))
+        yield* Layer.build(Layer.fresh(inProcessRunner(database, portB, [reply.text("from the second runner")])))
         yield* Scope.close(first, Exit.void)
 
         const error = yield* Fiber.join(running)
