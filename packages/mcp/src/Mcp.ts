@@ -208,9 +208,6 @@ const secretValue = (value: Secret): string => (Redacted.isRedacted(value) ? Red
 /** A duration option: above zero, or why not (`name` is how the message calls it). */
 const durationOption = (name: string, input: unknown): Result.Result<Duration.Duration | undefined, string> => {
   if (input === undefined) return Result.succeed(undefined)
-  if (typeof input === "number" && Number.isNaN(input)) {
-    return Result.fail(`${name} must be a duration ("30 seconds", a number of milliseconds), got NaN`)
-  }
   try {
     return AdapterSettings.duration(name, input as Duration.Input, "positive")
   } catch {

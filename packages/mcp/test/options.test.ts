@@ -36,6 +36,9 @@ describe("Mcp.layer's options", () => {
       expect(yield* failure({ servers: { web: { url: nowhere } }, connectTimeout: "soon" })).toStrictEqual(
         refused(`MCP servers cannot be started: the option connectTimeout must be a duration ("30 seconds", a number of milliseconds), got "soon"`)
       )
+      expect(yield* failure({ servers: { web: { url: nowhere } }, connectTimeout: Number.NaN })).toStrictEqual(
+        refused(`MCP servers cannot be started: the option connectTimeout must be a duration ("30 seconds", a number of milliseconds), got NaN`)
+      )
       expect(yield* failure({ servers: { web: { url: nowhere } }, connectTimeout: 0 })).toStrictEqual(
         refused("MCP servers cannot be started: the option connectTimeout must be longer than zero, got 0")
       )
