@@ -1,6 +1,7 @@
 /**
  * Checks of a model adapter's settings that a config file can get past the types: a duration
- * that is no duration, a timeout of zero, a retry count that is no count. Each check gives the
+ * that is no duration, a timeout of zero, a retry count that is no count, a retry schedule that
+ * is no `Schedule`, a header name or value Node cannot send. Each check gives the
  * value or the problem in words naming the setting; the adapter raises its own config error
  * (`LLM_CONFIG`) with them when its Layer is built. The same `duration` check reads a tool's
  * `timeout` and an agent's `abortGrace`, which raise their own codes.
