@@ -252,6 +252,26 @@ describe("search", () => {
       }).pipe(Effect.provide(filesLayer(root)))
     }).pipe(Effect.scoped))
 
+  it.effect("patterns are Unicode: astral characters are one character, \\p{…} classes work, a lone brace says how to escape it", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "faces.txt": "😀\nab\nÉcole\n𝒳 = 1\nfn() {}\n" })
+      yield* Effect.gen(function*() {
+        // one character per line: the emoji is one, not two halves
+        expect((yield* run("search", { pattern: "^.$", regex: true })).text).toBe("faces.txt:1: 😀")
+        expect((yield* run("search", { pattern: "^[😀]$", regex: true })).text).toBe("faces.txt:1: 😀")
+        expect((yield* run("search", { pattern: "^\\p{Lu}\\p{Ll}+$", regex: true })).text).toBe("faces.txt:3: École")
+        expect((yield* run("search", { pattern: "\\u{1D4B3}", regex: true })).text).toBe("faces.txt:4: 𝒳 = 1")
+        expect((yield* run("search", { pattern: "ÉCOLE", ignoreCase: true })).text).toBe("faces.txt:3: École")
+        // text, not a regex: braces are plain characters
+        expect((yield* run("search", { pattern: "() {}" })).text).toBe("faces.txt:5: fn() {}")
+        expect((yield* run("search", { pattern: "\\(\\) \\{\\}", regex: true })).text).toBe("faces.txt:5: fn() {}")
+        const lone = yield* execute("search", { pattern: "fn() {", regex: true })
+        expect(lone.error).toStrictEqual({ tag: "ToolArgsError", code: "INVALID_ARGS" })
+        expect(textOf(lone)).toContain("compiled with the u flag")
+      }).pipe(Effect.provide(filesLayer(root)))
+    }).pipe(Effect.scoped))
+
   it.effect("an excerpt never splits a surrogate pair (half of one is no UTF-8 on the wire)", () =>
     Effect.gen(function*() {
       const root = yield* tempDir

@@ -164,6 +164,64 @@ describe("write", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("write and edit on a file its permissions protect", () => {
+  it.effect("a file without any write bit is FILE_IO EACCES for write and edit, root included, and left as it is", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "locked.txt": "keep me\n", "bin/tool": "#!/bin/sh\n" })
+      chmodSync(join(root, "locked.txt"), 0o444)
+      chmodSync(join(root, "bin/tool"), 0o555)
+      const before = statSync(join(root, "locked.txt"))
+      yield* Effect.gen(function*() {
+        expect(yield* run("write", { path: "locked.txt", content: "changed\n" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `Cannot write "locked.txt": EACCES (permission denied): the file is read-only (mode r--r--r--); it was ` +
+            "left as it is"
+        })
+        expect(yield* run("edit", { path: "locked.txt", old: "keep", new: "lose" })).toStrictEqual({
+          code: "FILE_IO",
+          tag: "FileIoError",
+          text: `Cannot edit "locked.txt": EACCES (permission denied): the file is read-only (mode r--r--r--); it was ` +
+            "left as it is"
+        })
+        expect((yield* run("write", { path: "bin/tool", content: "x" })).text).toBe(
+          `Cannot write "bin/tool": EACCES (permission denied): the file is read-only (mode r-xr-xr-x); it was left as it is`
+        )
+      }).pipe(Effect.provide(filesLayer(root)))
+      const after = statSync(join(root, "locked.txt"))
+      expect(content(root, "locked.txt")).toBe("keep me\n")
+      expect([after.ino, after.mode & 0o7777, after.mtimeMs]).toStrictEqual([before.ino, 0o444, before.mtimeMs])
+      expect(content(root, "bin/tool")).toBe("#!/bin/sh\n")
+      // no temporary file was made
+      expect(readdirSync(root).sort()).toStrictEqual(["bin", "locked.txt"])
+    }).pipe(Effect.scoped))
+
+  it.effect("a file the owner may not write but others may: the system decides (refused for a user, written by root)", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "shared.txt": "old\n" })
+      // write bits for group and others, none for the owner (the test's user)
+      chmodSync(join(root, "shared.txt"), 0o466)
+      const asRoot = process.getuid?.() === 0
+      yield* Effect.gen(function*() {
+        const result = yield* run("write", { path: "shared.txt", content: "new\n" })
+        if (asRoot) {
+          expect(result.text).toBe(`Replaced "shared.txt": 4 bytes, 1 line (it had 4 bytes)`)
+        } else {
+          expect(result).toStrictEqual({
+            code: "FILE_IO",
+            tag: "FileIoError",
+            text: `Cannot write "shared.txt": EACCES (permission denied): this process may not write the file (mode ` +
+              "r--rw-rw-); it was left as it is"
+          })
+        }
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "shared.txt")).toBe(asRoot ? "new\n" : "old\n")
+      expect(statSync(join(root, "shared.txt")).mode & 0o7777).toBe(0o466)
+    }).pipe(Effect.scoped))
+})
+
 describe("edit", () => {
   const source = "function greet(name) {\n  return 'hello ' + name\n}\n\nconsole.log(greet('world'))\n"
 
@@ -387,12 +445,33 @@ describe("edit", () => {
       }).pipe(Effect.provide(filesLayer(root, { maxEditBytes: 1024 })))
     }).pipe(Effect.scoped))
 
+  it.effect("concurrent edits and writes of one file take turns: every edit lands on the text before it, none is lost", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const lines = Array.from({ length: 40 }, (_, i) => `line ${i}`)
+      populate(root, { "shared.txt": `${lines.join("\n")}\n` })
+      symlinkSync("shared.txt", join(root, "alias.txt"))
+      yield* Effect.gen(function*() {
+        // half of them through a link: the same file, the same turn
+        const results = yield* Effect.all(
+          lines.map((line, i) =>
+            run("edit", { path: i % 2 === 0 ? "shared.txt" : "alias.txt", old: `${line}\n`, new: `LINE ${i}\n` })
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(results.map((r) => r.code)).toStrictEqual(lines.map(() => "ok"))
+      }).pipe(Effect.provide(filesLayer(root)))
+      expect(content(root, "shared.txt")).toBe(`${lines.map((_, i) => `LINE ${i}`).join("\n")}\n`)
+      expect(readdirSync(root).sort()).toStrictEqual(["alias.txt", "shared.txt"])
+    }).pipe(Effect.scoped))
+
   it.effect("a file that changes while it is edited is not overwritten: FILE_IO EAGAIN", () =>
     Effect.gen(function*() {
       const root = yield* tempDir
       populate(root, { "a.txt": "one\n" })
-      // "path" mode checks the root after opening the file: another writer appends right then
-      const fileSystem = adversary("lstat", root, () => populate(root, { "a.txt": "one\nadded by another writer\n" }))
+      // "path" mode checks the root after each open of the file: another writer appends right after the
+      // second (the edit's open once it holds the file's lock, before it reads)
+      const fileSystem = adversary("lstat", root, () => populate(root, { "a.txt": "one\nadded by another writer\n" }), 2)
       yield* Effect.gen(function*() {
         expect(yield* run("edit", { path: "a.txt", old: "one", new: "1" })).toStrictEqual({
           code: "FILE_IO",

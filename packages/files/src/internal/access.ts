@@ -10,8 +10,9 @@ import type * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { FileIoError, type FileNotFoundError } from "../FileError.ts"
-import { show, SystemFailure } from "./system.ts"
+import { explain, failure, show, SystemFailure } from "./system.ts"
 import {
+  childPath,
   describeFailure,
   type Dir,
   type Entry,
@@ -144,6 +145,56 @@ export const expectFile = (
     case "Other":
       return Effect.fail(notRegularFile(input, verb))
   }
+}
+
+/** The codes with which the system says a file may not be written. */
+const notWritableCodes: ReadonlySet<string> = new Set(["EACCES", "EPERM", "EROFS"])
+
+/** The permission bits as `ls -l` shows them: `r--r--r--` for `0o444`. */
+const modeText = (mode: number): string =>
+  [6, 3, 0].map((shift) => ["r", "w", "x"].map((c, i) => (mode >> shift) & (4 >> i) ? c : "-").join("")).join("")
+
+/**
+ * Refuses to replace a file its permissions protect. The system alone would not: `write` and
+ * `edit` write a new file and rename it over the old one, which takes the directory's
+ * permission, not the file's. So the file's is checked here, in two steps:
+ *
+ * - a file without any write bit (`0444`, `0555`) is read-only for everyone, root included —
+ *   root, whom the system lets write any file, is held to the bits a user set to say "do not
+ *   change this";
+ * - otherwise the system decides whether this process may write the very file held open
+ *   (`access(W_OK)` on `/proc/self/fd/<n>` in descriptor mode, on its name in path mode):
+ *   owner, group, ACLs and a read-only mount included.
+ *
+ * A refusal is `FILE_IO` with `EACCES` (or the system's `EPERM`, `EROFS`), the file unchanged.
+ * Any other failure of the check (the file gone meanwhile) is left to the write itself.
+ */
+export const expectWritable = (
+  workspace: Workspace,
+  file: Extract<Entry, { readonly _tag: "File" }>,
+  input: string,
+  verb: string
+): Effect.Effect<void, FileIoError> => {
+  const refuse = (systemCode: string, why: string) =>
+    new FileIoError({
+      path: input,
+      systemCode,
+      message: `Cannot ${verb} ${show(input)}: ${explain(systemCode)}: ${why} (mode ${
+        modeText(file.stat.mode)
+      }); it was left as it is`
+    })
+  if ((file.stat.mode & 0o222) === 0) return Effect.fail(refuse("EACCES", "the file is read-only"))
+  const held = workspace.mode === "descriptor"
+    ? `/proc/self/fd/${file.handle.fd}`
+    : childPath(file.chain[file.chain.length - 1]!, file.name)
+  return workspace.fs.access(held, { writable: true }).pipe(
+    Effect.mapError(failure),
+    Effect.catch((e) =>
+      notWritableCodes.has(e.systemCode)
+        ? Effect.fail(refuse(e.systemCode, "this process may not write the file"))
+        : Effect.void
+    )
+  )
 }
 
 /** The refusal of what is neither a regular file nor a directory: a FIFO, a socket, a device. */

@@ -13,13 +13,14 @@ import {
   FileIoError,
   FileTooLargeError
 } from "../FileError.ts"
-import { access, expectFile, pathParameter, type Settings } from "./access.ts"
+import { access, expectFile, expectWritable, pathParameter, type Settings } from "./access.ts"
 import type { Handle, Stat } from "./descriptor.ts"
 import { recordChange } from "./events.ts"
 import * as Mismatch from "./mismatch.ts"
 import { show, type SystemFailure } from "./system.ts"
 import { cutLine, decode, formatSize, linesAt, splitLines, withoutCr } from "./text.ts"
-import { openChild, shownRel } from "./workspace.ts"
+import * as Locks from "./locks.ts"
+import { type Entry, openChild, shownRel } from "./workspace.ts"
 import { atomicWrite } from "./write.ts"
 
 /** The edit tool's parameters. */
@@ -232,83 +233,122 @@ export const make = (settings: Settings) =>
   Tool.make("edit", {
     description: "Edit a text file of the workspace by replacing an exact text: old must occur exactly once (or set " +
       "replaceAll), whitespace included, so copy it from what read showed (without the line numbers). The file is " +
-      "written back atomically; the result shows the lines that changed.",
+      "written back atomically (a read-only file is refused); the result shows the lines that changed.",
     parameters: EditParameters,
     execute: ({ new: replacement, old, path, replaceAll }) =>
       access(settings, "edit", "edit", path, ({ entry, rel }) =>
         Effect.gen(function*() {
-          const file = yield* expectFile(entry, path, "edit")
-          const tooLarge = (size: number) =>
-            new FileTooLargeError({
-              path,
-              size,
-              limit: settings.maxEditBytes,
-              message: `${show(path)} is ${formatSize(size)}, more than the ${
-                formatSize(settings.maxEditBytes)
-              } edit works on; read it in ranges and rewrite it with write, or change it with a command`
-            })
-          if (file.stat.size > settings.maxEditBytes) return yield* tooLarge(file.stat.size)
-          const bytes = yield* readAll(file.handle, file.stat.size, settings.maxEditBytes)
-          if (bytes.byteLength > settings.maxEditBytes) return yield* tooLarge(bytes.byteLength)
-          const text = decode(bytes, true)
-          if (typeof text !== "string") {
-            return yield* new FileBinaryError({
-              path,
-              size: bytes.byteLength,
-              reason: text.binary,
-              message: `${show(path)} is a binary file (${formatSize(bytes.byteLength)}; ${
-                text.binary === "nul-byte" ? "it holds NUL bytes" : "it is not valid UTF-8"
-              }); edit changes text files only`
-            })
-          }
-          const planned = plan(text, old, replacement, replaceAll === true)
-          switch (planned._tag) {
-            case "Same":
-              return `No change: old and new are the same text, so ${show(path)} was left as it is`
-            case "NotFound": {
-              const { closest, hint } = Mismatch.hint(text, planned.tried, diffLineLength)
-              return yield* new EditNotFoundError({
-                path,
-                message: `The old text does not occur in ${show(path)}; ${hint}`,
-                ...(closest === undefined ? {} : { closest })
-              })
-            }
-            case "Ambiguous": {
-              // occurrences sharing a line name it once
-              const lines = distinct(linesAt(text, planned.at))
-              return yield* new EditAmbiguousError({
-                path,
-                count: planned.at.length,
-                lines: lines.slice(0, linesListed),
-                message: `The old text occurs ${planned.at.length} times in ${show(path)} (starting on line${
-                  lines.length === 1 ? "" : "s"
-                } ${listLines(lines)}); include more of the surrounding lines to make it unique, or set replaceAll to replace them all`
-              })
-            }
-            case "Replace": {
-              const r = planned.replacement
-              const edited = apply(text, r)
-              const encoded = new TextEncoder().encode(edited)
-              const parent = file.chain[file.chain.length - 1]!
-              // a file changed since it was read (another writer) is not overwritten with stale text
-              const now = yield* Effect.scoped(openChild(settings.workspace, file.chain, file.name))
-              if (!sameFile(now.stat, file.stat)) {
-                return yield* new FileIoError({
-                  path,
-                  systemCode: "EAGAIN",
-                  message: `${show(path)} changed while it was being edited; nothing was written: read it again`
-                })
-              }
-              yield* atomicWrite(settings.workspace, file.chain, file.name, encoded, file.stat.mode)
-              const written = shownRel([...parent.rel, file.name])
-              yield* recordChange({ tool: "edit", path: written, change: "edited", bytes: encoded.byteLength })
-              const count = r.at.length
-              // two replacements on one line name it once
-              const lines = distinct(linesAt(text, r.at))
-              return `Edited ${show(shownRel(rel))}: ${count} replacement${count === 1 ? "" : "s"} (line${
-                lines.length === 1 ? "" : "s"
-              } ${listLines(lines)})\n${diff(text, edited, r)}`
-            }
-          }
+          const resolved = yield* expectFile(entry, path, "edit")
+          const held = Locks.keyOf(resolved.chain[resolved.chain.length - 1]!, resolved.name)
+          return yield* Locks.withLock(settings.workspace.locks, held)(
+            editLocked(settings, resolved, rel, path, old, replacement, replaceAll === true)
+          )
         }))
+  })
+
+type ResolvedFile = Extract<Entry, { readonly _tag: "File" }>
+
+/**
+ * The file as it is now, once its lock is held: an edit that waited for another one changes
+ * the text that one wrote, not the text it found before waiting.
+ */
+const reopened = (settings: Settings, file: ResolvedFile, path: string) =>
+  Effect.gen(function*() {
+    const changed = new FileIoError({
+      path,
+      systemCode: "EAGAIN",
+      message: `${show(path)} changed while it was being edited; nothing was written: read it again`
+    })
+    const now = yield* openChild(settings.workspace, file.chain, file.name).pipe(
+      // a symbolic link in its place now: not the file that was resolved
+      Effect.catchIf((e) => e._tag === "SystemFailure" && e.systemCode === "ELOOP", () => Effect.fail(changed))
+    )
+    return now.stat.type === "File" ? { ...file, handle: now.handle, stat: now.stat } : yield* changed
+  })
+
+/** The edit of `resolved`, while the other writers of the file in this Layer wait. */
+const editLocked = (
+  settings: Settings,
+  resolved: ResolvedFile,
+  rel: ReadonlyArray<string>,
+  path: string,
+  old: string,
+  replacement: string,
+  replaceAll: boolean
+) =>
+  Effect.gen(function*() {
+    const file = yield* reopened(settings, resolved, path)
+    yield* expectWritable(settings.workspace, file, path, "edit")
+    const tooLarge = (size: number) =>
+      new FileTooLargeError({
+        path,
+        size,
+        limit: settings.maxEditBytes,
+        message: `${show(path)} is ${formatSize(size)}, more than the ${
+          formatSize(settings.maxEditBytes)
+        } edit works on; read it in ranges and rewrite it with write, or change it with a command`
+      })
+    if (file.stat.size > settings.maxEditBytes) return yield* tooLarge(file.stat.size)
+    const bytes = yield* readAll(file.handle, file.stat.size, settings.maxEditBytes)
+    if (bytes.byteLength > settings.maxEditBytes) return yield* tooLarge(bytes.byteLength)
+    const text = decode(bytes, true)
+    if (typeof text !== "string") {
+      return yield* new FileBinaryError({
+        path,
+        size: bytes.byteLength,
+        reason: text.binary,
+        message: `${show(path)} is a binary file (${formatSize(bytes.byteLength)}; ${
+          text.binary === "nul-byte" ? "it holds NUL bytes" : "it is not valid UTF-8"
+        }); edit changes text files only`
+      })
+    }
+    const planned = plan(text, old, replacement, replaceAll)
+    switch (planned._tag) {
+      case "Same":
+        return `No change: old and new are the same text, so ${show(path)} was left as it is`
+      case "NotFound": {
+        const { closest, hint } = Mismatch.hint(text, planned.tried, diffLineLength)
+        return yield* new EditNotFoundError({
+          path,
+          message: `The old text does not occur in ${show(path)}; ${hint}`,
+          ...(closest === undefined ? {} : { closest })
+        })
+      }
+      case "Ambiguous": {
+        // occurrences sharing a line name it once
+        const lines = distinct(linesAt(text, planned.at))
+        return yield* new EditAmbiguousError({
+          path,
+          count: planned.at.length,
+          lines: lines.slice(0, linesListed),
+          message: `The old text occurs ${planned.at.length} times in ${show(path)} (starting on line${
+            lines.length === 1 ? "" : "s"
+          } ${listLines(lines)}); include more of the surrounding lines to make it unique, or set replaceAll to replace them all`
+        })
+      }
+      case "Replace": {
+        const r = planned.replacement
+        const edited = apply(text, r)
+        const encoded = new TextEncoder().encode(edited)
+        const parent = file.chain[file.chain.length - 1]!
+        // a file changed since it was read (another writer) is not overwritten with stale text
+        const now = yield* Effect.scoped(openChild(settings.workspace, file.chain, file.name))
+        if (!sameFile(now.stat, file.stat)) {
+          return yield* new FileIoError({
+            path,
+            systemCode: "EAGAIN",
+            message: `${show(path)} changed while it was being edited; nothing was written: read it again`
+          })
+        }
+        yield* atomicWrite(settings.workspace, file.chain, file.name, encoded, file.stat.mode)
+        const written = shownRel([...parent.rel, file.name])
+        yield* recordChange({ tool: "edit", path: written, change: "edited", bytes: encoded.byteLength })
+        const count = r.at.length
+        // two replacements on one line name it once
+        const lines = distinct(linesAt(text, r.at))
+        return `Edited ${show(shownRel(rel))}: ${count} replacement${count === 1 ? "" : "s"} (line${
+          lines.length === 1 ? "" : "s"
+        } ${listLines(lines)})\n${diff(text, edited, r)}`
+      }
+    }
   })

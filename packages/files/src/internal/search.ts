@@ -23,7 +23,8 @@ const excerptLength = 200
 /** The search tool's parameters. */
 export const SearchParameters = Schema.Struct({
   pattern: Schema.String.check(Schema.isMinCodePoints(1)).annotate({
-    description: "The text to look for (exact, by default), or a JavaScript regular expression when regex is true"
+    description: "The text to look for (exact, by default), or a JavaScript regular expression when regex is " +
+      "true, compiled with the u flag (Unicode: \\p{L} and astral characters work; escape a literal { } ])"
   }),
   path: Schema.optionalKey(pathParameter("The directory (or file) to search (default: the workspace root)")),
   regex: Schema.optionalKey(Schema.Boolean.annotate({ description: "Treat pattern as a regular expression (default: false)" })),
@@ -38,6 +39,20 @@ export const SearchParameters = Schema.Struct({
 })
 
 const escapeRegExp = (text: string) => text.replaceAll(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/**
+ * The matcher of a pattern. It is always compiled with the `u` flag, so a line is matched as
+ * code points, not UTF-16 halves: `.` and `[😀]` take a whole astral character, `\p{L}`,
+ * `\u{1F600}` and Unicode case folding work. The price is the `u` flag's stricter syntax: a
+ * literal `{`, `}` or `]` must be escaped, and `\` escapes only what has a meaning in a
+ * pattern (`\-` outside a class, `\_` are errors), which {@link unicodeHint} tells the model.
+ */
+const compile = (pattern: string, regex: boolean, ignoreCase: boolean): RegExp =>
+  new RegExp(regex ? pattern : escapeRegExp(pattern), ignoreCase ? "iu" : "u")
+
+/** What a regular expression that does not compile is told, besides the engine's reason. */
+const unicodeHint = " (patterns are compiled with the u flag, as Unicode: escape a literal {, } or ] as \\{, \\}, " +
+  "\\], and escape with \\ only characters that have a meaning in a pattern)"
 
 interface Tally {
   files: number
@@ -62,9 +77,9 @@ export const make = (settings: Settings) =>
       const input = path ?? "."
       let matcher: RegExp
       try {
-        matcher = new RegExp(regex === true ? pattern : escapeRegExp(pattern), ignoreCase === true ? "i" : "")
+        matcher = compile(pattern, regex === true, ignoreCase === true)
       } catch (cause) {
-        const reason = cause instanceof Error ? cause.message : String(cause)
+        const reason = `${cause instanceof Error ? cause.message : String(cause)}${regex === true ? unicodeHint : ""}`
         return Effect.fail(
           new ToolErrors.ToolArgsError({
             tool: "search",

@@ -24,6 +24,7 @@ import type * as Path from "effect/Path"
 import type * as Scope from "effect/Scope"
 import { FileIoError, FileNotFoundError } from "../FileError.ts"
 import { type Handle, openEntry, type Stat, supported } from "./descriptor.ts"
+import * as Locks from "./locks.ts"
 import { failure, make as systemFailure, show, SystemFailure, toFileError } from "./system.ts"
 
 /** The longest chain of symbolic links followed for one path (Linux's `MAXSYMLINKS`). */
@@ -52,6 +53,8 @@ export interface Workspace {
   readonly rootDir: Dir
   readonly fs: FileSystem.FileSystem
   readonly path: Path.Path
+  /** The locks `write` and `edit` hold on the file they replace (see ./locks.ts). */
+  readonly locks: Locks.Locks
 }
 
 /** A path that lies outside the root as written (`..`, an absolute path elsewhere). */
@@ -133,7 +136,8 @@ export const make = (
       mode,
       rootDir: { path: mode === "descriptor" ? anchor : realRoot, rel: [], handle, stat },
       fs,
-      path
+      path,
+      locks: Locks.make()
     }
   })
 

@@ -9,9 +9,10 @@ import { Tool } from "@dsh/tools"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { FileIoError } from "../FileError.ts"
-import { access, namesDirectory, notRegularFile, pathParameter, type Settings } from "./access.ts"
+import { access, expectWritable, namesDirectory, notRegularFile, pathParameter, type Settings } from "./access.ts"
 import { createExclusive } from "./descriptor.ts"
 import { recordChange } from "./events.ts"
+import * as Locks from "./locks.ts"
 import { failure, make as systemFailure, show, type SystemFailure } from "./system.ts"
 import { formatSize, splitLines } from "./text.ts"
 import { childPath, type Dir, type Replaced, shownRel, verify, type Workspace } from "./workspace.ts"
@@ -66,8 +67,8 @@ const lineCount = (text: string): string => {
 export const make = (settings: Settings) =>
   Tool.make("write", {
     description: "Write a text file of the workspace: create it, or replace its whole content. Missing " +
-      "directories are created; the file is replaced atomically (a reader never sees half of it). To change " +
-      "part of a file, use edit.",
+      "directories are created; the file is replaced atomically (a reader never sees half of it). A read-only " +
+      "file is refused. To change part of a file, use edit.",
     parameters: WriteParameters,
     execute: ({ content, path }) => {
       const created: Array<ReadonlyArray<string>> = []
@@ -87,7 +88,12 @@ export const make = (settings: Settings) =>
           if (entry._tag === "Other") return yield* notRegularFile(path, "write")
           const bytes = new TextEncoder().encode(content)
           const mode = entry._tag === "File" ? entry.stat.mode : undefined
-          yield* atomicWrite(settings.workspace, entry.chain, entry.name, bytes, mode)
+          // in turn with the Layer's other writers of the file: an edit's read-change-rename is not cut into
+          const held = Locks.keyOf(entry.chain[entry.chain.length - 1]!, entry.name)
+          yield* Locks.withLock(settings.workspace.locks, held)(Effect.gen(function*() {
+            if (entry._tag === "File") yield* expectWritable(settings.workspace, entry, path, "write")
+            yield* atomicWrite(settings.workspace, entry.chain, entry.name, bytes, mode)
+          }))
           const written = [...entry.chain[entry.chain.length - 1]!.rel, entry.name]
           yield* recordChange({
             tool: "write",
