@@ -4,7 +4,9 @@
  *
  * Per request, the bridge converts the dsh request into a `Prompt` and a handler-less toolkit
  * (see `PromptConversion`), calls `streamText`, and translates the parts into the chunk
- * protocol (see `PartTranslation`), mapping failures to `LlmError`s (see `ErrorMapping`).
+ * protocol (see `PartTranslation`), mapping failures to `LlmError`s (see `ErrorMapping`). A
+ * provider stream that dies (a defect) ends in an `LlmProtocolError` carrying the defect's
+ * message, never a defect of the dsh stream.
  *
  * **Tools are never executed by effect/ai.** The dsh loop runs tools (through its registry and
  * execution middleware), so the bridge calls `streamText` with
@@ -89,6 +91,24 @@ const streamParts = (
     })
 }
 
+// The request's parts with every failure as an `LlmError`. A defect — the provider's stream
+// (or `configure`, called inside the suspension so a throw is caught too) dying — is a failure
+// of the provider's answer like any other, so it becomes a typed error rather than passing
+// through as a crash; interruptions are not defects and pass on untouched.
+const providerParts = (
+  languageModel: LanguageModel.LanguageModel,
+  request: ModelRequest.ModelRequest,
+  prompt: Prompt.Prompt,
+  options: Options
+): Stream.Stream<Response.AnyPart, LlmError.LlmError> =>
+  Stream.suspend(() => {
+    const raw = streamParts(languageModel, request, prompt)
+    return options.configure === undefined ? raw : options.configure(request, raw)
+  }).pipe(
+    Stream.mapError(ErrorMapping.fromFailure),
+    Stream.catchDefect((defect) => Stream.fail(ErrorMapping.fromDefect(defect)))
+  )
+
 /**
  * The adapter for an effect/ai model.
  *
@@ -102,9 +122,7 @@ export const make = (languageModel: LanguageModel.LanguageModel, options: Option
     Stream.suspend(() => {
       const converted = PromptConversion.toPrompt(request, options)
       if (Result.isFailure(converted)) return Stream.fail(converted.failure)
-      const raw = streamParts(languageModel, request, converted.success)
-      const configured = options.configure === undefined ? raw : options.configure(request, raw)
-      return PartTranslation.translate(configured.pipe(Stream.mapError(ErrorMapping.fromFailure)))
+      return PartTranslation.translate(providerParts(languageModel, request, converted.success, options))
     })
 })
 

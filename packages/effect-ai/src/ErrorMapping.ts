@@ -26,6 +26,7 @@
  * | `UnknownError` without a status | `LlmServerError` | `LLM_SERVER` | the provider failed without saying how; treated as its side (retryable), which is the safe guess for an unclassified failure |
  * | a reason this module does not know (a newer effect) | `LlmServerError` | `LLM_SERVER` | same reasoning as `UnknownError` |
  * | a failure that is not an `AiError` | `LlmProtocolError` | `LLM_PROTOCOL` | the provider broke `LanguageModel`'s own error contract |
+ * | a defect (the provider's stream died: a thrown exception, `Effect.die`) | `LlmProtocolError` | `LLM_PROTOCOL` | the same: a provider reports failures as `AiError`s, so dying is breaking its contract (typically its code met an answer it could not handle); the message keeps the defect's message |
  *
  * An `error` part inside the response stream is mapped by {@link fromErrorPart}: an `AiError`
  * or reason by the table, anything else to `LlmServerError` (an error the provider reported
@@ -200,3 +201,13 @@ export const fromErrorPart = (error: unknown): LlmError.LlmError => {
   if (AiError.isAiErrorReason(error)) return fromReason(error)
   return new LlmError.LlmServerError({ message: `the provider reported an error in its stream: ${describe(error)}`, cause: error })
 }
+
+/**
+ * Maps a defect of an effect/ai stream (the provider's code threw, or its stream died) to
+ * `LlmProtocolError`, keeping the defect's message readable and the defect as the cause.
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const fromDefect = (defect: unknown): LlmError.LlmError =>
+  new LlmError.LlmProtocolError({ message: `the effect/ai model died: ${describe(defect)}`, cause: defect })

@@ -4,7 +4,7 @@ import { Model, ModelRegistry } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Stream } from "effect"
 import { LanguageModel, type Response, Tool, Toolkit } from "effect/ai"
-import { bridged, fake, finish, MODEL, request } from "./util.ts"
+import { bridged, failureOf, fake, finish, MODEL, request, run } from "./util.ts"
 
 const bash: ModelRequest.ToolSchema = {
   name: "bash",
@@ -150,4 +150,36 @@ describe("the bridge", () => {
       const registry = yield* ModelRegistry
       expect((yield* registry.resolve(MODEL)).name).toBe("anthropic-via-effect")
     }).pipe(Effect.provide(bridged(fake(() => [finish("stop")]), { name: "anthropic-via-effect" }))))
+})
+
+describe("a provider stream that dies", () => {
+  it.effect("ends in LLM_PROTOCOL carrying the defect's message, not a defect", () =>
+    Effect.gen(function*() {
+      const parts = Stream.fromIterable<Response.StreamPartEncoded>([
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "half" }
+      ]).pipe(Stream.concat(Stream.die(new TypeError("Cannot read properties of undefined (reading 'choices')"))))
+      const { error, chunks } = yield* failureOf(parts)
+      expect([error._tag, error.code]).toStrictEqual(["LlmProtocolError", "LLM_PROTOCOL"])
+      expect(error.message).toBe("the effect/ai model died: Cannot read properties of undefined (reading 'choices')")
+      expect(chunks.map((c) => c.type)).toStrictEqual(["block-start", "text-delta"])
+    }))
+
+  it.effect("a defect that is no Error keeps its text", () =>
+    Effect.gen(function*() {
+      const { error } = yield* failureOf(Stream.die("socket parser broke"))
+      expect([error.code, error.message]).toStrictEqual(["LLM_PROTOCOL", "the effect/ai model died: socket parser broke"])
+    }))
+
+  it.effect("a `configure` that throws is the same typed failure", () =>
+    Effect.gen(function*() {
+      const { exit } = yield* run([finish("stop")], request("hi"), {
+        configure: () => {
+          throw new Error("no provider config")
+        }
+      })
+      const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+      expect(error !== undefined && error._tag === "Some" ? [error.value.code, error.value.message] : exit)
+        .toStrictEqual(["LLM_PROTOCOL", "the effect/ai model died: no provider config"])
+    }))
 })
