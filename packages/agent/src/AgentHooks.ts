@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { type FinishReason, type HarnessError, type Message, Middleware, type ModelRequest, type Usage } from "@dsh/llm"
+import { type FinishReason, type HarnessError, type Message, Middleware, type ModelRequest, ScopedList, type Usage } from "@dsh/llm"
 import type { SessionEvent } from "@dsh/session"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -133,10 +133,10 @@ export class AgentHooks extends Context.Service<AgentHooks, {
    */
   static readonly layer: Layer.Layer<AgentHooks> = Layer.sync(AgentHooks, () =>
     AgentHooks.of({
-      request: Middleware.makeEffect(),
-      stepResult: Middleware.makeEffect(),
-      continuation: Middleware.makeEffect(),
-      listeners: Middleware.makeEffect()
+      request: Middleware.makeEffect({ seam: "request" }),
+      stepResult: Middleware.makeEffect({ seam: "step result" }),
+      continuation: Middleware.makeEffect({ seam: "continuation" }),
+      listeners: Middleware.makeEffect({ seam: "listener" })
     }))
 }
 
@@ -165,9 +165,9 @@ export const layer = (middleware: {
   Layer.effectDiscard(
     Effect.gen(function*() {
       const hooks = yield* AgentHooks
-      for (const m of middleware.request ?? []) yield* hooks.request.register(m)
-      for (const m of middleware.stepResult ?? []) yield* hooks.stepResult.register(m)
-      for (const m of middleware.continuation ?? []) yield* hooks.continuation.register(m)
-      for (const m of middleware.listeners ?? []) yield* hooks.listeners.register(m)
+      for (const m of middleware.request ?? []) yield* ScopedList.inOpenScope(hooks.request.register(m))
+      for (const m of middleware.stepResult ?? []) yield* ScopedList.inOpenScope(hooks.stepResult.register(m))
+      for (const m of middleware.continuation ?? []) yield* ScopedList.inOpenScope(hooks.continuation.register(m))
+      for (const m of middleware.listeners ?? []) yield* ScopedList.inOpenScope(hooks.listeners.register(m))
     })
   )

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { type Agent, type Agents, AgentHooks, type Hooks, type InvalidInputError } from "@dsh/agent"
-import { History, type Message } from "@dsh/llm"
+import { History, type Message, ScopedList } from "@dsh/llm"
 import type { FlushCheckpoint } from "@dsh/session"
 import type { PgSessions } from "@dsh/sql-sessions"
 import * as Duration from "effect/Duration"
@@ -117,6 +117,6 @@ export const layer = (
     // running turn, an Abort for it); the agent orders the messages it is given
     { concurrency: "unbounded", maxIdleTime: maxIdleTime ?? Duration.minutes(5) }
   )
-  const hooks = Layer.effectDiscard(AgentHooks.use((hooks) => hooks.request.register(withoutMessageIds)))
+  const hooks = Layer.effectDiscard(AgentHooks.use((hooks) => ScopedList.inOpenScope(hooks.request.register(withoutMessageIds))))
   return Layer.merge(entity, hooks)
 }

@@ -25,7 +25,7 @@
  * @since 0.1.0
  */
 import { type Agent, Agents, AgentHooks, Hooks, InvalidInputError } from "@dsh/agent"
-import { HarnessError } from "@dsh/llm"
+import { HarnessError, ScopedList } from "@dsh/llm"
 import { Invariants } from "@dsh/invariants"
 import { AgentLoop } from "@dsh/loop"
 import { Model, ModelRegistry } from "@dsh/model"
@@ -228,7 +228,7 @@ const sectionsLayer = (sections: ReadonlyArray<Section>): Layer.Layer<never, nev
   Layer.effectDiscard(
     Effect.gen(function*() {
       const prompt = yield* SystemPrompt
-      for (const section of sections) yield* prompt.addSection(section)
+      for (const section of sections) yield* ScopedList.inOpenScope(prompt.addSection(section))
     })
   )
 

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@dsh/llm"
+import { HarnessError, ScopedList } from "@dsh/llm"
 import type { Session, SessionEvent } from "@dsh/session"
 import { Derivation, SessionStore } from "@dsh/session"
 import * as Context from "effect/Context"
@@ -122,14 +122,14 @@ export const layerWith = (options: Rules.Options): Layer.Layer<Invariants, never
       // Which `checked` call created each session (its fiber had the call's token), so that
       // one of several bodies running at once fails with its own sessions' violations only.
       const owners = new Map<string, symbol>()
-      yield* store.admission.register({
+      yield* ScopedList.inOpenScope(store.admission.register({
         name: "Invariants",
         around: (admission, next) =>
           Effect.flatMap(Effect.service(CheckedBy), (token) => {
             if (token !== undefined) owners.set(admission.id, token)
             return next(admission)
           })
-      })
+      }))
 
       // violations a `checked` caller failed with, which nothing reports again
       const reported = new Set<InvariantError>()

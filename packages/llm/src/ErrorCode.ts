@@ -201,6 +201,10 @@ export const catalog = {
   TURN_INTERRUPTED: {
     meaning: "A one-call turn sent to an agent on Effect Cluster was taken by a turn that ended before its answer reached the caller (its runner died mid-turn and the turn was closed on resume, or the agent was moved or disposed); the message is in the session log once, `turn` and `reason` say how that turn ended. Send a new message to continue.",
     raisedBy: "@dsh/cluster (TurnInterruptedError), raised by the agent entity's Run"
+  },
+  SCOPE_CLOSED: {
+    meaning: "Something was registered into a scope that is closed already (an Effect.scoped that has ended, a disposed agent's scope): a middleware of any seam, a prompt section, a flush hook, a model adapter; the closed scope would unregister it at once, so nothing was registered. The message names the registration. (A tool registered so fails with INVALID_TOOL, reason \"scope\".)",
+    raisedBy: "@dsh/llm (ScopeClosedError), raised by scoped registrations: middleware chains, the system prompt, the flush checkpoint, the model registry"
   }
 } as const
 

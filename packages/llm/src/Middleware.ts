@@ -5,7 +5,9 @@
  * values; it never mutates what it was given.
  *
  * A {@link Chain} holds the middleware registered for one seam. Registration is scoped:
- * closing the scope that registered a middleware removes it. Order is explicit: a lower
+ * closing the scope that registered a middleware removes it, and registering into a scope that
+ * is closed already fails with `ScopedList.ScopeClosedError` (`SCOPE_CLOSED`), registering
+ * nothing. Order is explicit: a lower
  * `order` runs further outside (sees the input first and the output last); equal orders run
  * in registration order.
  *
@@ -59,8 +61,11 @@ export class MiddlewareError extends Schema.TaggedError<MiddlewareError>()("Midd
  * @category models
  */
 export interface Chain<In, Out> {
-  /** Adds a middleware until the current scope closes. */
-  readonly register: (middleware: Middleware<In, Out>) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Adds a middleware until the current scope closes. Fails with `ScopeClosedError`, adding
+   * nothing, when the current scope is closed already.
+   */
+  readonly register: (middleware: Middleware<In, Out>) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** The registered middleware, outermost first. */
   readonly current: () => ReadonlyArray<Middleware<In, Out>>
   /** Runs `input` through the middleware registered now, ending in `terminal`. */
@@ -92,6 +97,30 @@ export interface Options<Out> {
    * plain value) is blamed like one that throws, instead of the seam dying somewhere inside.
    */
   readonly output?: { readonly is: (value: unknown) => boolean; readonly named: string }
+  /**
+   * What the seam is called where a registration is refused, e.g. `"model"` for
+   * `model middleware "retry"`.
+   */
+  readonly seam?: string
+}
+
+/**
+ * What {@link makeEffect} and {@link makeStream} take.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SeamOptions {
+  /** What the seam is called where a registration is refused (see {@link Options}). */
+  readonly seam?: string
+}
+
+// How a refused registration names the middleware: its name, or what stands in its place
+// (a name past the types is no string).
+const registration = (seam: string | undefined, middleware: { readonly name: unknown } | null | undefined): string => {
+  const name: unknown = middleware?.name
+  const shown = typeof name === "string" ? JSON.stringify(name) : HarnessError.describe(name)
+  return `${seam === undefined ? "" : `${seam} `}middleware ${shown}`
 }
 
 /**
@@ -119,7 +148,9 @@ export interface Options<Out> {
 export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
   // `apply` takes the array it finds (the list is copy-on-write), so a registration or removal
   // racing with a call never changes a chain that is already running.
-  const registered = ScopedList.make<Middleware<In, Out>>()
+  const registered = ScopedList.make<Middleware<In, Out>>({
+    describe: (middleware) => registration(options.seam, middleware)
+  })
   const register = (middleware: Middleware<In, Out>) => registered.add(middleware, middleware.order)
   const { mapDefect, output: outputCheck, suspend } = options
   const checked = (out: Out): Out => {
@@ -173,8 +204,9 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
  * @since 0.1.0
  * @category constructors
  */
-export const makeEffect = <In, A, E, R = never>(): Chain<In, Effect.Effect<A, E, R>> =>
+export const makeEffect = <In, A, E, R = never>(options?: SeamOptions): Chain<In, Effect.Effect<A, E, R>> =>
   make<In, Effect.Effect<A, E, R>>({
+    ...options,
     suspend: Effect.suspend,
     mapDefect: (output, f) => Effect.catchDefect(output, (defect) => Effect.die(f(defect))),
     output: { is: Effect.isEffect, named: "an Effect" }
@@ -187,8 +219,9 @@ export const makeEffect = <In, A, E, R = never>(): Chain<In, Effect.Effect<A, E,
  * @since 0.1.0
  * @category constructors
  */
-export const makeStream = <In, A, E, R = never>(): Chain<In, Stream.Stream<A, E, R>> =>
+export const makeStream = <In, A, E, R = never>(options?: SeamOptions): Chain<In, Stream.Stream<A, E, R>> =>
   make<In, Stream.Stream<A, E, R>>({
+    ...options,
     suspend: Stream.suspend,
     output: { is: Stream.isStream, named: "a Stream" },
     mapDefect: (output, f) =>

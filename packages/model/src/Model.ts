@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Assembler, LlmError, Middleware, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, LlmError, Middleware, type ModelRequest, type ScopedList, type StreamChunk } from "@dsh/llm"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -61,8 +61,11 @@ export class Model extends Context.Service<Model, {
    * `LlmProtocolError`; a `finish` of kind `error`/`aborted` is returned as it is.
    */
   readonly generate: (request: ModelRequest.ModelRequest) => Effect.Effect<Assembler.Assembled, ModelError>
-  /** Registers a middleware around model calls until the current scope closes. */
-  readonly use: (middleware: ModelMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Registers a middleware around model calls until the current scope closes. Fails with
+   * `ScopeClosedError`, registering nothing, when the current scope is closed already.
+   */
+  readonly use: (middleware: ModelMiddleware) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** The middleware registered now, outermost first. */
   readonly middleware: Effect.Effect<ReadonlyArray<ModelMiddleware>>
 }>()("@dsh/model/Model") {
@@ -75,7 +78,9 @@ export class Model extends Context.Service<Model, {
     Model,
     Effect.gen(function*() {
       const registry = yield* ModelRegistry
-      const chain = Middleware.makeStream<ModelRequest.ModelRequest, StreamChunk.StreamChunk, ModelError>()
+      const chain = Middleware.makeStream<ModelRequest.ModelRequest, StreamChunk.StreamChunk, ModelError>({
+        seam: "model"
+      })
 
       const terminal = (request: ModelRequest.ModelRequest): ChunkStream =>
         Stream.unwrap(Effect.map(registry.resolve(request.model), (adapter) => adapter.stream(request)))

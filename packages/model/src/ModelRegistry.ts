@@ -1,16 +1,17 @@
 /**
  * The registry of model adapters. An adapter serves a set of model names; a request is
  * routed to the adapter that serves its `model`. Adapters register within a scope (an
- * adapter's Layer registers it for the Layer's lifetime), so closing the scope removes them.
+ * adapter's Layer registers it for the Layer's lifetime), so closing the scope removes them;
+ * registering into a scope that is closed already fails with `ScopeClosedError`.
  *
  * @since 0.1.0
  */
-import type { LlmError, ModelInfo, ModelRequest, StreamChunk } from "@dsh/llm"
+import { type LlmError, type ModelInfo, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import { ModelConflictError, NoModelError } from "./ModelError.ts"
 
@@ -36,8 +37,12 @@ export interface Adapter {
  * @category services
  */
 export class ModelRegistry extends Context.Service<ModelRegistry, {
-  /** Registers an adapter until the current scope closes. Fails if it claims a served name. */
-  readonly register: (adapter: Adapter) => Effect.Effect<void, ModelConflictError, Scope.Scope>
+  /**
+   * Registers an adapter until the current scope closes. Fails with `ModelConflictError` if it
+   * claims a served name, and with `ScopeClosedError` if the current scope is closed already;
+   * either way nothing is registered.
+   */
+  readonly register: (adapter: Adapter) => Effect.Effect<void, ModelConflictError | ScopedList.ScopeClosedError, Scope.Scope>
   /** The adapter serving a model. */
   readonly resolve: (model: string) => Effect.Effect<Adapter, NoModelError>
   /** The served model names, sorted. */
@@ -55,8 +60,13 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
     const served = () => [...byModel.keys()].sort()
 
     const register = (adapter: Adapter) =>
-      Effect.acquireRelease(
-        Effect.suspend(() => {
+      Effect.flatMap(Scope.Scope, (scope) => Effect.acquireRelease(
+        Effect.suspend((): Effect.Effect<void, ModelConflictError | ScopedList.ScopeClosedError> => {
+          // A closed scope would run the release at once: the adapter would serve nothing.
+          // Checked next to the insertion, where no other fiber runs in between.
+          if (ScopedList.isClosed(scope)) {
+            return Effect.fail(ScopedList.scopeClosed(`model adapter ${JSON.stringify(adapter.name)}`))
+          }
           for (const model of adapter.models) {
             const existing = byModel.get(model)
             if (existing !== undefined) {
@@ -78,7 +88,7 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
           Effect.sync(() => {
             for (const model of adapter.models) if (byModel.get(model) === adapter) byModel.delete(model)
           })
-      )
+      ))
 
     const resolve = (model: string) =>
       Effect.suspend(() => {
@@ -116,6 +126,6 @@ export const layerAdapter = <E, R>(
   Layer.effectDiscard(
     Effect.gen(function*() {
       const registry = yield* ModelRegistry
-      yield* registry.register(yield* adapter)
+      yield* ScopedList.inOpenScope(registry.register(yield* adapter))
     })
   )

@@ -32,6 +32,7 @@ import {
   Ids,
   type LlmError,
   type ModelRequest,
+  ScopedList,
   type StreamChunk,
   type Usage
 } from "@dsh/llm"
@@ -223,7 +224,9 @@ const run = (step: Step): Effect.Effect<StreamChunk.StreamChunk, LlmError.LlmErr
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<ScriptedModel, ModelConflictError, ModelRegistry> =>
+export const layer = (
+  options: Options
+): Layer.Layer<ScriptedModel, ModelConflictError, ModelRegistry> =>
   Layer.effect(
     ScriptedModel,
     Effect.gen(function*() {
@@ -248,7 +251,9 @@ export const layer = (options: Options): Layer.Layer<ScriptedModel, ModelConflic
           return Stream.fromIterable(steps).pipe(Stream.mapEffect(run))
         }))
 
-      yield* registry.register({ name: options.name ?? "scripted", models: options.models ?? ["scripted"], stream })
+      yield* ScopedList.inOpenScope(
+        registry.register({ name: options.name ?? "scripted", models: options.models ?? ["scripted"], stream })
+      )
 
       return ScriptedModel.of({
         requests: Effect.sync(() => requests.slice()),

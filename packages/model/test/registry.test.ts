@@ -2,7 +2,7 @@ import { Assembler, Content, LlmError, Message } from "@dsh/llm"
 import { type Adapter, layerAdapter, Model, ModelErrors, ModelRegistry } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
-import { request } from "./util.ts"
+import { conflict, request } from "./util.ts"
 
 /** An adapter answering every request with "<name> answers <model>". */
 const answering = (name: string, models: ReadonlyArray<string>): Adapter => ({
@@ -92,8 +92,7 @@ describe("ModelRegistry", () => {
       const registry = yield* ModelRegistry
       yield* registry.register(alpha)
       // "b-only" is free, "a-small" is taken: the registration is all or nothing
-      const error = yield* Effect.flip(registry.register(answering("gamma", ["b-only", "a-small"])))
-      expect(error).toBeInstanceOf(ModelErrors.ModelConflictError)
+      const error = conflict(yield* Effect.flip(registry.register(answering("gamma", ["b-only", "a-small"]))))
       expect(error.code).toBe("MODEL_CONFLICT")
       expect(error.model).toBe("a-small")
       expect(error.adapter).toBe("gamma")

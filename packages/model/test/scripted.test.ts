@@ -2,7 +2,7 @@ import { Assembler, Content, FinishReason, Ids, LlmError, Message, ModelRequest,
 import { ChunkContract, layerAdapter, Model, ModelErrors, ScriptedModel } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
-import { drain, lastUserText, request, scripted } from "./util.ts"
+import { conflict, drain, lastUserText, request, scripted } from "./util.ts"
 
 const { reply } = ScriptedModel
 
@@ -419,8 +419,7 @@ describe("the ScriptedModel handle", () => {
       const named = ScriptedModel.layer({ name: "second", models: ["shared"], script: [] }).pipe(
         Layer.provideMerge(scripted({ name: "first", models: ["shared", "own"], script: [] }))
       )
-      const error = yield* Effect.flip(Effect.provide(Effect.void, named))
-      expect(error).toBeInstanceOf(ModelErrors.ModelConflictError)
+      const error = conflict(yield* Effect.flip(Effect.provide(Effect.void, named)))
       expect(error.adapter).toBe("second")
       expect(error.registeredBy).toBe("first")
       expect(error.model).toBe("shared")
@@ -433,7 +432,7 @@ describe("the ScriptedModel handle", () => {
           )
         )
       )
-      const clash = yield* Effect.flip(Effect.provide(Effect.void, defaults))
+      const clash = conflict(yield* Effect.flip(Effect.provide(Effect.void, defaults)))
       expect(clash.adapter).toBe("scripted")
       expect(clash.registeredBy).toBe("pre")
     }))

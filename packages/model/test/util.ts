@@ -2,7 +2,8 @@
  * Helpers shared by the model tests.
  */
 import { History, Message, ModelRequest, type StreamChunk } from "@dsh/llm"
-import { type Adapter, layerAdapter, Model, ScriptedModel } from "@dsh/model"
+import { type Adapter, layerAdapter, Model, ModelErrors, ScriptedModel } from "@dsh/model"
+import { expect } from "@effect/vitest"
 import { Effect, Exit, Layer, Stream } from "effect"
 
 /** A request holding one user message. */
@@ -34,3 +35,9 @@ export const drain = <E>(
       Effect.map((exit) => ({ chunks, exit }))
     )
   })
+
+/** The error, checked to be a `ModelConflictError` (a registration's failure is a union). */
+export const conflict = (error: unknown): ModelErrors.ModelConflictError => {
+  expect(error).toBeInstanceOf(ModelErrors.ModelConflictError)
+  return error as ModelErrors.ModelConflictError
+}

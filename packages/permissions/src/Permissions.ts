@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { type Content, HarnessError } from "@dsh/llm"
+import { type Content, HarnessError, ScopedList } from "@dsh/llm"
 import type { Session } from "@dsh/session"
 import { type Tool, ToolContext, type ToolMiddleware, ToolRegistry, ToolResult } from "@dsh/tools"
 import * as Cause from "effect/Cause"
@@ -336,6 +336,6 @@ export const layer = (
     Effect.gen(function*() {
       const built = Policy.isPolicy(policy) ? policy : yield* Policy.make(policy, options)
       const registry = yield* ToolRegistry
-      yield* registry.use(yield* middleware(built, options))
+      yield* ScopedList.inOpenScope(registry.use(yield* middleware(built, options)))
     })
   )

@@ -3,7 +3,8 @@
  * assembly) plus the tools the model may call, assembled once per step. Around-middleware over
  * the whole assembly may rewrite it (add a section, hide a tool, translate) or replace it.
  *
- * Sections and middleware are registered in a scope and removed when it closes. Sections are
+ * Sections and middleware are registered in a scope and removed when it closes; registering
+ * into a scope that is closed already fails with `ScopeClosedError` and registers nothing. Sections are
  * ordered by `order` (lower first; equal orders in registration order); the agent's own
  * prompt comes after them. Sections are joined with a blank line; an empty section is left out.
  *
@@ -129,10 +130,16 @@ const orderOf = (section: unknown): number | undefined => {
  * @category services
  */
 export class SystemPrompt extends Context.Service<SystemPrompt, {
-  /** Adds a section until the current scope closes. */
-  readonly addSection: (section: Section) => Effect.Effect<void, never, Scope.Scope>
-  /** Registers a middleware around the assembly until the current scope closes. */
-  readonly use: (middleware: AssemblyMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Adds a section until the current scope closes. Fails with `ScopeClosedError`, adding
+   * nothing, when the current scope is closed already.
+   */
+  readonly addSection: (section: Section) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
+  /**
+   * Registers a middleware around the assembly until the current scope closes. Fails with
+   * `ScopeClosedError`, registering nothing, when the current scope is closed already.
+   */
+  readonly use: (middleware: AssemblyMiddleware) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** Assembles the system prompt for one step. */
   readonly assemble: (input: AssemblyInput) => AssemblyEffect
 }>()("@dsh/prompt/SystemPrompt") {
@@ -142,8 +149,8 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<SystemPrompt> = Layer.sync(SystemPrompt, () => {
-    const sections = ScopedList.make<Section>()
-    const chain = Middleware.makeEffect<AssemblyInput, Assembly, PromptSectionError>()
+    const sections = ScopedList.make<Section>({ describe: (section) => `prompt section ${JSON.stringify(nameOf(section))}` })
+    const chain = Middleware.makeEffect<AssemblyInput, Assembly, PromptSectionError>({ seam: "prompt assembly" })
 
     const misbehaved = (section: Section, why: string, cause?: unknown) =>
       new PromptSectionError({

@@ -12,8 +12,9 @@ const context = { agentId: "a", sessionId: "s", turn: 1, step: 1 }
 const assembleWith = (section: unknown) =>
   Effect.gen(function*() {
     const prompt = yield* SystemPrompt
-    yield* prompt.addSection({ name: "rules", content: "Be brief." })
-    yield* prompt.addSection(section as Section)
+    // the scope is open: a refusal would be this test's bug
+    yield* Effect.orDie(prompt.addSection({ name: "rules", content: "Be brief." }))
+    yield* Effect.orDie(prompt.addSection(section as Section))
     return yield* prompt.assemble({ tools: [], context })
   }).pipe(Effect.scoped, Effect.provide(SystemPrompt.layer))
 

@@ -15,7 +15,7 @@
  * re-records it).
  */
 import { type Agent, Agents } from "@dsh/agent"
-import { LlmError, Usage } from "@dsh/llm"
+import { LlmError, ScopedList, Usage } from "@dsh/llm"
 import { AgentLoop } from "@dsh/loop"
 import { ScriptedModel } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
@@ -151,7 +151,7 @@ const loud = Tool.make("echo", {
 })
 
 const frenchSection = Layer.effectDiscard(
-  SystemPrompt.use((prompt) => prompt.addSection({ name: "style", content: "Answer in French." }))
+  SystemPrompt.use((prompt) => ScopedList.inOpenScope(prompt.addSection({ name: "style", content: "Answer in French." })))
 )
 
 describe("record, then replay", () => {

@@ -1,6 +1,7 @@
 /**
  * The flush checkpoint: where write-behind persistence becomes durable. Persistence Layers
- * register a flush hook (scoped); `flush(session)` runs every hook concurrently and returns
+ * register a flush hook (scoped; registering into a scope that is closed already fails with
+ * `ScopeClosedError` and registers nothing); `flush(session)` runs every hook concurrently and returns
  * when all have finished. Failures are reported as one typed `PersistenceError` for the
  * caller to decide about — the loop logs it and goes on; it never kills an agent.
  *
@@ -25,13 +26,22 @@ export interface FlushHook {
   readonly flush: (session: Session) => Effect.Effect<void, PersistenceError>
 }
 
+// What a hook is called in a refused registration: its name, or what stands in its place.
+const nameOf = (hook: FlushHook): string => {
+  const name: unknown = (hook as { readonly name?: unknown } | null | undefined)?.name
+  return typeof name === "string" ? name : HarnessError.describe(name)
+}
+
 /**
  * @since 0.1.0
  * @category services
  */
 export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
-  /** Registers a hook until the current scope closes. */
-  readonly register: (hook: FlushHook) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Registers a hook until the current scope closes. Fails with `ScopeClosedError`,
+   * registering nothing, when the current scope is closed already.
+   */
+  readonly register: (hook: FlushHook) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** Runs every hook for the session, concurrently. */
   readonly flush: (session: Session) => Effect.Effect<void, PersistenceError>
 }>()("@dsh/session/FlushCheckpoint") {
@@ -40,7 +50,7 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
    */
   static readonly layer: Layer.Layer<FlushCheckpoint> = Layer.sync(FlushCheckpoint, () => {
     // one entry per registration: the same hook registered in two scopes stays until both close
-    const hooks = ScopedList.make<FlushHook>()
+    const hooks = ScopedList.make<FlushHook>({ describe: (hook) => `flush hook ${JSON.stringify(nameOf(hook))}` })
 
     const flush = (session: Session) =>
       Effect.suspend(() => {

@@ -116,7 +116,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     Effect.gen(function*() {
       const open = new Map<string, Session.Session>()
       const created = Log.make<Session.Session>()
-      const admission = Middleware.makeEffect<Admission, void, SessionExistsError>()
+      const admission = Middleware.makeEffect<Admission, void, SessionExistsError>({ seam: "session admission" })
       yield* Effect.addFinalizer(() => Effect.sync(created.close))
 
       const create = (options: CreateOptions = {}) =>

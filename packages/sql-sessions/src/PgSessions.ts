@@ -93,7 +93,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@dsh/llm"
+import { HarnessError, ScopedList } from "@dsh/llm"
 import { Closing, FlushCheckpoint, JsonlSessions, Session, SessionErrors, SessionEvent, SessionStore } from "@dsh/session"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -747,10 +747,10 @@ export const layer = (
         })
       )
 
-      yield* checkpoint.register({
+      yield* ScopedList.inOpenScope(checkpoint.register({
         name: "postgres",
         flush: (session) => Effect.flatMap(stateFor(session), flushState)
-      })
+      }))
 
       const watch = (session: Session.Session) =>
         session.awaitClosed.pipe(
@@ -760,7 +760,7 @@ export const layer = (
 
       // A new session may not take an id the database holds: that session is continued by
       // `resume` (which creates its session with the stored events), never written over.
-      yield* store.admission.register(SessionStore.refuseStored({
+      yield* ScopedList.inOpenScope(store.admission.register(SessionStore.refuseStored({
         name: "PgSessions",
         resuming: (id) => resuming.has(id),
         // an id the database cannot keep is not in it (its first flush says why)
@@ -774,7 +774,7 @@ export const layer = (
               "PgSessions.resume, or create the new session under another id",
             sessionId: id
           })
-      }))
+      })))
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),

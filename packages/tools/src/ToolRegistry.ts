@@ -39,7 +39,7 @@
  *
  * @since 0.1.0
  */
-import { Content, ErrorCode, HarnessError, Middleware, type ModelRequest } from "@dsh/llm"
+import { Content, ErrorCode, HarnessError, Middleware, type ModelRequest, type ScopedList } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -89,8 +89,11 @@ export class ToolRegistry extends Context.Service<ToolRegistry, {
   readonly names: Effect.Effect<ReadonlyArray<string>>
   /** Executes a call. Never fails, never dies; see the module documentation. */
   readonly execute: (call: Content.ToolCallBlock) => Effect.Effect<Content.ToolResultBlock>
-  /** Registers an execution middleware until the current scope closes. */
-  readonly use: (middleware: ToolMiddleware) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Registers an execution middleware until the current scope closes. Fails with
+   * `ScopeClosedError`, registering nothing, when the current scope is closed already.
+   */
+  readonly use: (middleware: ToolMiddleware) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** The registered execution middleware, outermost first. */
   readonly middleware: Effect.Effect<ReadonlyArray<ToolMiddleware>>
 }>()("@dsh/tools/ToolRegistry") {
@@ -122,7 +125,8 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
   // A Map keeps insertion order: schemas are listed in registration order.
   const tools = new Map<string, Entry>()
   const chain = Middleware.make<Content.ToolCallBlock, Effect.Effect<Content.ToolResultBlock>>({
-    suspend: Effect.suspend
+    suspend: Effect.suspend,
+    seam: "tool execution"
   })
   // `chain.current()` holds the containing wrappers; callers get back what they registered.
   const originals = new WeakMap<ToolMiddleware, ToolMiddleware>()

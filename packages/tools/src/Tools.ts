@@ -14,6 +14,7 @@
  *
  * @since 0.1.0
  */
+import { ScopedList } from "@dsh/llm"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -58,10 +59,12 @@ export const layer = <const Tools extends ReadonlyArray<Tool.Any>>(
  * @since 0.1.0
  * @category layers
  */
-export const middleware = (...middleware: ReadonlyArray<ToolMiddleware>): Layer.Layer<never, never, ToolRegistry> =>
+export const middleware = (
+  ...middleware: ReadonlyArray<ToolMiddleware>
+): Layer.Layer<never, never, ToolRegistry> =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const registry = yield* ToolRegistry
-      for (const m of middleware) yield* registry.use(m)
+      for (const m of middleware) yield* ScopedList.inOpenScope(registry.use(m))
     })
   )

@@ -28,7 +28,7 @@
  * @since 0.1.0
  */
 import { Agent, AgentHooks, type Agents } from "@dsh/agent"
-import type { Content } from "@dsh/llm"
+import { type Content, ScopedList } from "@dsh/llm"
 import type { ModelRegistry } from "@dsh/model"
 import { PermissionEvent, PermissionPrompt } from "@dsh/permissions"
 import { JsonlSessions, type Session, type SessionErrors, type SessionEvent, SessionEvent as Events, SessionStore } from "@dsh/session"
@@ -481,7 +481,7 @@ const replaySegment = (
     const stop = yield* Deferred.make<Stop>()
     const compactions = yield* Queue.unbounded<CompactionAsk>()
     const hooks = yield* AgentHooks
-    yield* hooks.listeners.register({
+    yield* ScopedList.inOpenScope(hooks.listeners.register({
       name: "dsh replay",
       around: ({ agent, event }, next) =>
         Effect.gen(function*() {
@@ -493,7 +493,7 @@ const replaySegment = (
           }
           for (const action of segment.after.get(event.seq) ?? []) yield* perform(agent, action, stop, event.seq, compactions)
         }).pipe(Effect.catch(() => Effect.void))
-    })
+    }))
     const agent = yield* Runtime.agent({ ...settings, model }, { resume: session }, { id: segment.agentId })
     yield* Effect.forkScoped(compactor(agent, compactions))
     for (const action of segment.initial) yield* perform(agent, action, stop, segment.start, compactions)
