@@ -74,7 +74,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError } from "@dsh/llm"
+import { HarnessError, ScopedList } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -1196,10 +1196,10 @@ export const layerNoDeps = (
         })
       )
 
-      yield* checkpoint.register({
+      yield* ScopedList.inOpenScope(checkpoint.register({
         name: "jsonl",
         flush: (session) => Effect.flatMap(stateFor(session), flushState)
-      })
+      }))
 
       const watch = (session: Session.Session) =>
         session.awaitClosed.pipe(
@@ -1209,12 +1209,12 @@ export const layerNoDeps = (
 
       // A new session may not take an id whose file holds an earlier session: that file is
       // continued by `resume` (which creates its session with the file's events), never replaced.
-      yield* store.admission.register(SessionStore.refuseStored({
+      yield* ScopedList.inOpenScope(store.admission.register(SessionStore.refuseStored({
         name: "JsonlSessions",
         resuming: (id) => resuming.has(id),
         holds: (id) => fs.exists(fileOf(id)),
         refusal: existingFile
-      }))
+      })))
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),

@@ -54,7 +54,7 @@
  *
  * @since 0.1.0
  */
-import { Assembler, Content, HarnessError, History, LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
+import { Assembler, Content, HarnessError, History, LlmError, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
 import { type ModelErrors, ModelRegistry } from "@dsh/model"
 import { Compaction, Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
 import * as Context from "effect/Context"
@@ -683,7 +683,7 @@ const make = (events: ReadonlyArray<SessionEvent.SessionEvent>, options: CommonO
       }))
 
     const models = options.models ?? [...new Set(recorded.map((step) => step.request.model))]
-    yield* registry.register({ name: options.name ?? "replay", models, stream })
+    yield* ScopedList.inOpenScope(registry.register({ name: options.name ?? "replay", models, stream }))
 
     return Replay.of({
       steps: recorded,
