@@ -453,6 +453,71 @@ describe("what a program runs past its own options, in another language, or else
     expect(bash("bash -c 'ls'")).toBe("allow@1")
   })
 
+  it("awk and sed programs that can run a command, ssh configuration commands and the commands scp, rsync and tar run are seen", () => {
+    for (
+      const command of [
+        // awk: system(), a pipe to or from a command, an extension
+        `awk 'BEGIN { system("ls") }'`,
+        `gawk '{ print $0 | "sh" }' f`,
+        `awk '{ "date" | getline d }' f`,
+        `awk -F: -e 'BEGIN{system("id")}'`,
+        `mawk -v x=1 '{ print |& "cat" }'`,
+        `awk '@load "filefuncs"; {}'`,
+        "awk $PROGRAM f",
+        // sed: the e command and the s///e flag (GNU)
+        "sed 'e ls' f",
+        "sed -n 's/.*/ls/e' f",
+        "sed -e p -e '1e id' f",
+        "gsed --expression='s/x/y/e' f",
+        "sed $SCRIPT f",
+        // ssh's configuration runs commands: ProxyCommand, LocalCommand, Match exec
+        "ssh -o ProxyCommand='rm -rf x' host",
+        "ssh -oLocalCommand=rm\\ x -o PermitLocalCommand=yes host",
+        `ssh -o 'Match exec "id"' host`,
+        "ssh -o $OPTS host",
+        // the remote shell or helper programs of scp, sftp, rsync and tar
+        "scp -S rm a host:b",
+        "scp -o ProxyCommand='rm x' a host:b",
+        "rsync -avze 'rm x' src host:dst",
+        `rsync --rsh='ssh -o ProxyCommand="rm x"' src host:dst`,
+        "tar -I 'rm x' -xf a.tar",
+        "tar --to-command='rm x' -xf a.tar",
+        "tar --checkpoint=1 --checkpoint-action=exec='rm x' -cf a.tar d",
+        // an alias's value is read as what it spells out
+        "alias ls='rm -rf x'"
+      ]
+    ) {
+      expect([command, bash(command)]).toStrictEqual([command, "deny@0"])
+    }
+    // programs that run nothing but the tool stay what their words say
+    for (
+      const command of [
+        "awk '{ print $1 }' f",
+        "awk '/a|b/ { n++ } END { print n }' f",
+        "awk -f prog.awk f",
+        "sed 's/a/b/g' f",
+        "sed -n '1,5p' f",
+        "sed -i.bak 's/x/y/' f",
+        "sed --sandbox 's/.*/ls/e' f",
+        "ssh -o ConnectTimeout=5 -o ProxyCommand=none host ls",
+        "rsync -avz src host:dst",
+        "tar -czf x.tgz dir",
+        "tar --checkpoint-action=dot -cf a.tar d",
+        "alias ll='ls -l'"
+      ]
+    ) {
+      expect([command, bash(command)]).toStrictEqual([command, "allow@default"])
+    }
+    // no allow rule vouches for a program that can run a command
+    const textTools = build([{ decision: "allow", tool: "bash", command: ["awk", "sed", "ssh"] }], "deny")
+    const decided = (command: string) => decisionOf(textTools, "bash", { command })
+    expect(decided("awk '{ print $1 }' f")).toBe("allow@0")
+    expect(decided(`awk 'BEGIN { system("ls") }'`)).toBe("deny@default")
+    expect(decided("sed 's/a/b/' f")).toBe("allow@0")
+    expect(decided("sed 's/.*/ls/e' f")).toBe("deny@default")
+    expect(decided("ssh -o ProxyCommand='nc %h %p' host")).toBe("deny@default")
+  })
+
   it("find's -exec, -execdir, -ok and -okdir, parallel, ssh and script run commands that deny rules see", () => {
     for (
       const command of [

@@ -13,6 +13,7 @@
  * know; an option word that is an expansion) both readings are followed: a deny rule must see
  * every command the word could start. Linear in the number of words: each word is read once.
  */
+import * as Programs from "./programs.ts"
 import * as Shell from "./shell.ts"
 
 /** `NAME=value`: an assignment, not a command (but `NAME=value` after `env` too). */
@@ -62,6 +63,8 @@ interface Runner {
   readonly maybe?: ReadonlyArray<string>
   /** Options whose value is a shell line the program runs (`env -S 'rm x'`). */
   readonly lines?: ReadonlyArray<string>
+  /** Options (among `values`) whose value is a line of ssh configuration, which may hold a command (`-o ProxyCommand=…`). */
+  readonly configs?: ReadonlyArray<string>
   /** Options that make it run a shell: with no command after them, one reading its input (`sudo -s`). */
   readonly shells?: ReadonlyArray<string>
   /** Words after the options and before the command: timeout's duration, chroot's directory, ssh's host. */
@@ -203,6 +206,7 @@ const runners: Readonly<Record<string, Runner>> = {
   // the remote command's words are joined and run by the remote user's shell
   ssh: {
     values: "BbcDEeFIiJLlmOoPpQRSWw".split("").map((c) => `-${c}`),
+    configs: ["-o"],
     queries: ["-G", "-V"],
     operands: 1,
     permutes: true,
@@ -300,6 +304,8 @@ interface OptionWord {
   readonly shell: boolean
   /** It makes the runner run nothing (`command -v`). */
   readonly query?: true
+  /** Its value is a line of ssh configuration (attached to it, or the next word). */
+  readonly config?: string | "next"
 }
 
 const longOption = (runner: Runner, text: string): OptionWord => {
@@ -327,6 +333,9 @@ const shortOptions = (runner: Runner, text: string): OptionWord => {
     const rest = text.slice(k + 1)
     if (runner.lines?.includes(option) === true) {
       return rest.length > 0 ? { takes: 0, line: rest, shell } : { takes: 1, line: "next", shell }
+    }
+    if (runner.configs?.includes(option) === true) {
+      return rest.length > 0 ? { takes: 0, config: rest, shell } : { takes: 1, config: "next", shell }
     }
     if (runner.values?.includes(option) === true) return { takes: rest.length > 0 ? 0 : 1, shell }
     if (runner.maybe?.includes(option) === true) return { takes: rest.length > 0 ? 0 : "maybe", shell }
@@ -419,10 +428,36 @@ const lineIn = (step: Step, word: Shell.Word | undefined): void => {
   else addLine(step, word.text)
 }
 
-/** A line an option holds: attached to it (`-S'rm x'`), or in the next word. */
+/** A line an option holds: attached to it (`-S'rm x'`), or in the next word; or a command in the ssh configuration it gives. */
 const optionLine = (step: Step, option: OptionWord, next: Shell.Word | undefined): void => {
   if (option.line === "next") lineIn(step, next)
   else if (option.line !== undefined) addLine(step, option.line)
+  const config = option.config === "next" ? next : option.config === undefined ? undefined : { text: option.config, dynamic: false }
+  if (config === undefined) return
+  // an expansion could be `ProxyCommand …`
+  if (config.dynamic) step.hidden = true
+  else {
+    const command = sshConfigCommand(config.text)
+    if (command === "hidden") step.hidden = true
+    else if (command !== undefined) addLine(step, command)
+  }
+}
+
+/** The ssh configuration keywords whose value is a command ssh runs (locally, or on the host: `RemoteCommand`). */
+const sshCommandKeys = new Set(["proxycommand", "localcommand", "knownhostscommand", "remotecommand"])
+
+/**
+ * The command a line of ssh configuration (`-o Key=Value`, `-o 'Key Value'`) runs, by a shell:
+ * `ProxyCommand`, `LocalCommand`, `KnownHostsCommand`, `RemoteCommand` (`none` runs nothing);
+ * `"hidden"` for a `Match exec`, whose command the policy does not take apart.
+ */
+export const sshConfigCommand = (text: string): string | "hidden" | undefined => {
+  const match = /^\s*([A-Za-z]+)\s*(?:=\s*|\s+)([\s\S]*)$/.exec(text)
+  if (match === null) return undefined
+  const key = match[1]!.toLowerCase()
+  const value = match[2]!.replace(/^"([\s\S]*)"$/, "$1")
+  if (key === "match") return /\bexec\b/i.test(value) ? "hidden" : undefined
+  return sshCommandKeys.has(key) && value.trim().length > 0 && value.trim().toLowerCase() !== "none" ? value : undefined
 }
 
 /** su and its kind: options anywhere; a line to run, or else a shell reading its input. */
@@ -807,7 +842,16 @@ const trapped = (words: ReadonlyArray<Shell.Word>, at: number): Script => {
   return lineOf(words[i])
 }
 
-/** The script the program starting at `at` runs, if it is a shell, an interpreter, `eval`, `source` or `trap`. */
+/**
+ * What the text tool at `at` runs: hidden when its program can run a command. A program file
+ * (`awk -f x.awk`) is a program like any other, as `python3 x.py` is: not followed.
+ */
+const textProgram = (name: string, words: ReadonlyArray<Shell.Word>, at: number): Script =>
+  (Programs.isAwk(name) ? Programs.awkProgram(words, at) : Programs.sedProgram(words, at))._tag === "Runs"
+    ? hiddenScript
+    : undefined
+
+/** The script the program starting at `at` runs, if it is a shell, an interpreter, awk, sed, `eval`, `source` or `trap`. */
 const scriptOf = (words: ReadonlyArray<Shell.Word>, at: number, budget: Budget): Script => {
   const word = words[at]!
   if (word.dynamic) return undefined
@@ -820,6 +864,7 @@ const scriptOf = (words: ReadonlyArray<Shell.Word>, at: number, budget: Budget):
   if (name === "source" || name === ".") return sourced(words, at)
   if (name === "trap") return trapped(words, at)
   if (shells.has(name)) return shellScript(words, at)
+  if (Programs.isAwk(name) || Programs.isSed(name)) return textProgram(name, words, at)
   const interpreter = interpreterOf(name)
   return interpreter === undefined ? undefined : interpreted(interpreter, words, at)
 }
@@ -1011,6 +1056,92 @@ interface Reader {
   readonly keep: (value: string) => void
 }
 
+/** `alias NAME=VALUE`: the value runs where the name is later used, so it is read as data (the commands it spells out). */
+const aliased = (words: ReadonlyArray<Shell.Word>, at: number, reader: Reader): void => {
+  for (let k = at + 1; k < words.length; k++) {
+    if (--reader.work.left < 0) return
+    const eq = words[k]!.text.indexOf("=")
+    if (eq <= 0) continue
+    if (eq + 1 < words[k]!.text.length) reader.keep(words[k]!.text.slice(eq + 1))
+  }
+}
+
+/**
+ * Programs (not runners) with options whose value is a command they run: ssh's options as
+ * scp, sftp and rsync's remote shell give them, tar's programs. `line`: the value is a shell
+ * line (or a program and its words); `config`: a line of ssh configuration.
+ */
+interface CommandOptions {
+  /** Options whose value is a shell line, or a program and its words, that it runs. */
+  readonly line: ReadonlyArray<string>
+  /** Options whose value is a line of ssh configuration. */
+  readonly config?: ReadonlyArray<string>
+  /** Its short options that take a value: in a cluster, the first of them takes the rest (`-avze ssh`). */
+  readonly values: string
+}
+
+// from scp(1), sftp(1) (OpenSSH 9), rsync 3.2 and GNU tar 1.35
+const commandOptions: Readonly<Record<string, CommandOptions>> = {
+  scp: { line: ["-S"], config: ["-o"], values: "cDFiJloPSX" },
+  sftp: { line: ["-S", "-D"], config: ["-o"], values: "BbcDFiJloPRSsX" },
+  rsync: { line: ["-e", "--rsh", "--rsync-path"], values: "efBTM" },
+  tar: {
+    line: ["-I", "--use-compress-program", "--to-command", "-F", "--info-script", "--new-volume-script", "--checkpoint-action"],
+    values: "bCfFgHIKLNTVX"
+  }
+}
+
+/** What an option of such a program holds: its name and value (attached, or the next word), or nothing. */
+const optionValue = (
+  spec: CommandOptions,
+  words: ReadonlyArray<Shell.Word>,
+  k: number
+): { readonly name: string; readonly value: Shell.Word | undefined; readonly attached: boolean } | undefined => {
+  const text = words[k]!.text
+  if (text.startsWith("--")) {
+    const eq = text.indexOf("=")
+    if (eq >= 0) return { name: text.slice(0, eq), value: { ...words[k]!, text: text.slice(eq + 1) }, attached: true }
+    return { name: text, value: words[k + 1], attached: false }
+  }
+  for (let c = 1; c < text.length; c++) {
+    if (!spec.values.includes(text[c]!)) continue
+    const name = `-${text[c]}`
+    return c + 1 < text.length
+      ? { name, value: { ...words[k]!, text: text.slice(c + 1) }, attached: true }
+      : { name, value: words[k + 1], attached: false }
+  }
+  return undefined
+}
+
+/** The commands the options of scp, sftp, rsync and tar run (`rsync -e 'ssh -o ProxyCommand=…'`), as lines; whether one is hidden. */
+const optionCommands = (name: string, words: ReadonlyArray<Shell.Word>, at: number, reader: Reader): boolean => {
+  const spec = Object.hasOwn(commandOptions, name) ? commandOptions[name]! : undefined
+  if (spec === undefined) return false
+  for (let k = at + 1; k < words.length; k++) {
+    if (--reader.work.left < 0) return true
+    const word = words[k]!
+    if (word.text === "--") break
+    // an option that is an expansion could be `-e CMD`
+    if (word.dynamic && isOptionWord(word.text)) return true
+    if (!isOptionWord(word.text)) continue
+    const option = optionValue(spec, words, k)
+    if (option === undefined) continue
+    // tar's --checkpoint-action runs only its exec= action
+    const runs = spec.line.includes(option.name) &&
+      (option.name !== "--checkpoint-action" || option.value?.text.startsWith("exec=") === true)
+    const configures = spec.config?.includes(option.name) === true
+    if ((runs || configures) && option.value?.dynamic === true) return true
+    if (runs && option.value !== undefined) reader.collect(option.value.text.replace(/^exec=/, ""))
+    if (configures && option.value !== undefined) {
+      const command = sshConfigCommand(option.value.text)
+      if (command === "hidden") return true
+      if (command !== undefined) reader.collect(command)
+    }
+    if (!option.attached && (option.name.length === 2 || runs || configures)) k++
+  }
+  return false
+}
+
 /**
  * What the program at `i` (not a runner) runs besides itself: a shell's, an interpreter's or
  * `eval`'s script, the values a declaring builtin assigns, find's actions, its subcommand past
@@ -1022,6 +1153,10 @@ const pastProgram = (words: ReadonlyArray<Shell.Word>, i: number, reader: Reader
   if (script?._tag === "Hidden") return true
   if (script !== undefined) reader.collect(script.text)
   if (declarers.has(word.text)) declared(words, i, reader.work, reader.keep)
+  if (word.text === "alias") aliased(words, i, reader)
+  if (!word.dynamic) {
+    if (optionCommands(basename(word.text), words, i, reader)) return true
+  }
   if (!word.dynamic && basename(word.text) === "find") findCommands(words, i, reader.work, reader.queue, reader.collect)
   const program = subcommandedOf(word)
   const found = program === undefined ? [] : subcommandsOf(program, words, i, reader.work, reader.keep)
