@@ -1,4 +1,4 @@
-import { ErrorCode, LlmError, Middleware } from "@dsh/llm"
+import { ErrorCode, LlmError, Middleware, ScopedList } from "@dsh/llm"
 import { ModelErrors } from "@dsh/model"
 import { AnthropicError } from "@dsh/anthropic"
 import { Agent, TurnResult } from "@dsh/agent"
@@ -23,6 +23,7 @@ import { codesInSources, docPath, render, renderTable } from "../errors-doc.ts"
 const classes: ReadonlyArray<{ readonly fields: { readonly code: { readonly schema: { readonly literal: unknown } } } }> = [
   ...LlmError.classes,
   Middleware.MiddlewareError,
+  ScopedList.ScopeClosedError,
   ...ModelErrors.classes,
   ...SessionErrors.classes,
   ...Prompt.classes,
