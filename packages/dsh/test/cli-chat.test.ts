@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
-import { writeFile } from "node:fs/promises"
+import { readFile, writeFile } from "node:fs/promises"
 import { execFileSync } from "node:child_process"
 import { join } from "node:path"
 import {
@@ -25,6 +25,7 @@ import {
   type Terminal,
   terminal,
   text,
+  tmuxSocket,
   toolCall
 } from "./cli-helpers.ts"
 
@@ -53,6 +54,10 @@ const chat = async (home: Home, args: ReadonlyArray<string>): Promise<Terminal> 
 
 /** Waits until the agent is idle: the answer is there and the status line gone. */
 const idle = (t: Terminal, answer: string) => t.waitFor((s) => s.includes(answer) && !s.includes("Ctrl-C aborts"))
+
+/** The process id of the shell in the terminal's pane. */
+const tmuxPanePid = (t: Terminal): number =>
+  Number(execFileSync("tmux", ["-L", tmuxSocket, "list-panes", "-t", t.name, "-F", "#{pane_pid}"], { encoding: "utf8" }).trim())
 
 const say = (t: Terminal, line: string) => {
   t.type(line)
@@ -255,6 +260,26 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     const replayed = await dsh(home, ["replay", join(home.sessions, file!), "--tools", "none"])
     expect(replayed.stderr).toMatch(/replays identically: 4 turns, 4 model requests, \d+ events\n$/)
     expect(replayed.status).toBe(0)
+  })
+
+  it("SIGHUP (the terminal closed) mid-turn: the turn ends disposed and is written, exit 130", async () => {
+    const fake = await server([endless("and so on, ", 50)])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, "Go on forever")
+    await t.waitFor((s) => occurrences(s, "and so on") >= 2)
+    // the pane's shell runs the command as its only child
+    const shell = tmuxPanePid(t)
+    const command = Number(execFileSync("pgrep", ["-P", String(shell)], { encoding: "utf8" }).trim())
+    process.kill(command, "SIGHUP")
+    await t.waitFor("[dsh exited 130]")
+    t.close()
+    await fake.close()
+    const [file] = readdirSync(home.sessions).filter((name) => name.endsWith(".jsonl"))
+    const events = (await readFile(join(home.sessions, file!), "utf8")).split("\n").filter((line) => line !== "").slice(1)
+      .map((line) => JSON.parse(line) as { readonly type: string; readonly data: { readonly reason?: { readonly kind: string } } })
+    expect(events.filter((event) => event.type === "turn/end").map((event) => event.data.reason?.kind)).toStrictEqual(["disposed"])
+    expect(events.some((event) => event.type === "assistant/chunk")).toBe(true)
   })
 
   it("dsh resume without an id chats on in the latest session", async () => {

@@ -103,15 +103,16 @@ export interface Running {
   readonly done: Promise<Result>
 }
 
-/** How a test runs the command: its stdin, and which entry file (the sources' `bin.ts` unless given). */
+/** How a test runs the command: its stdin, its stdout (a pipe unless given a file descriptor), and which entry file (the sources' `bin.ts` unless given). */
 export interface Options {
   readonly stdin?: string
+  readonly stdout?: number
   readonly bin?: string
 }
 
 /** Starts `dsh <args>` in the home; stdin is `stdin` (closed after it), or closed at once. */
 export const start = (home: Home, args: ReadonlyArray<string>, options: Options = {}): Running => {
-  const child = spawn(process.execPath, [options.bin ?? bin, ...args], { cwd: home.cwd, env: home.env, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn(process.execPath, [options.bin ?? bin, ...args], { cwd: home.cwd, env: home.env, stdio: ["pipe", options.stdout ?? "pipe", "pipe"] })
   const output = { stdout: "", stderr: "" }
   const waiters: Array<{ readonly stream: "stdout" | "stderr"; readonly text: string; readonly resolve: () => void }> = []
   const check = () => {
@@ -120,15 +121,15 @@ export const start = (home: Home, args: ReadonlyArray<string>, options: Options 
       waiter.resolve()
     }
   }
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
     output.stdout += chunk
     check()
   })
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
     output.stderr += chunk
     check()
   })
-  child.stdin.end(options.stdin ?? "")
+  child.stdin!.end(options.stdin ?? "")
   const done = new Promise<Result>((resolve) => {
     child.on("close", (status, signal) => resolve({ status, signal, stdout: output.stdout, stderr: output.stderr }))
   })

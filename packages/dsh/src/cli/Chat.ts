@@ -611,6 +611,8 @@ const sessions = (context: Context, first: Next) =>
 const silentIo = (context: Context): Io.Io["Service"] => ({
   out: (text) => Effect.sync(() => context.screen.line(text.trimEnd())),
   err: (text) => Effect.sync(() => note(context, text.trimEnd())),
+  stdoutClosed: Effect.never,
+  stdoutClosedYet: Effect.succeed(undefined),
   readStdin: Effect.succeed(""),
   stdinIsTerminal: Effect.succeed(true),
   stdoutIsTerminal: Effect.succeed(true),

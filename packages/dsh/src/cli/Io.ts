@@ -1,11 +1,13 @@
 /**
  * The command's standard streams, over the platform's `Stdio`: text to stdout and stderr, the
- * whole of stdin, whether each is a terminal; and the process signals (SIGINT, SIGTERM) routed
- * to whoever handles them now — a running headless turn aborts, anything else ends the command.
+ * whole of stdin, whether each is a terminal, and whether stdout's reader went away; and the
+ * process signals (SIGINT, SIGTERM, SIGHUP) routed to whoever handles them now — a running
+ * headless turn aborts, anything else ends the command.
  *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -13,12 +15,34 @@ import * as Stdio from "effect/Stdio"
 import * as Stream from "effect/Stream"
 
 /**
+ * Why stdout takes no more writes: `readerGone` when its reader closed the pipe (`EPIPE`), which
+ * ends a headless turn without being an error; `reason` in words, for the turn's abort.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StdoutClosed {
+  readonly readerGone: boolean
+  readonly reason: string
+}
+
+/**
  * @since 0.1.0
  * @category services
  */
 export class Io extends Context.Service<Io, {
-  /** Writes to stdout (a closed stdout is ignored: `dsh run … | head -1` is not a failure). */
+  /**
+   * Writes to stdout. A write that fails (the reader went away: `dsh run … | head -1`) is not a
+   * failure of the caller's: it completes `stdoutClosed`, and later writes are dropped.
+   */
   readonly out: (text: string) => Effect.Effect<void>
+  /**
+   * Waits until a write to stdout has failed, and gives why: `stdout closed (EPIPE)` when its
+   * reader went away, `stdout failed (CODE)` for another error (a full disk: `ENOSPC`).
+   */
+  readonly stdoutClosed: Effect.Effect<StdoutClosed>
+  /** Whether a write to stdout has failed yet (see `stdoutClosed`). */
+  readonly stdoutClosedYet: Effect.Effect<StdoutClosed | undefined>
   /** Writes to stderr. */
   readonly err: (text: string) => Effect.Effect<void>
   /** All of stdin, as UTF-8 text. */
@@ -27,6 +51,30 @@ export class Io extends Context.Service<Io, {
   readonly stdoutIsTerminal: Effect.Effect<boolean>
   readonly stderrIsTerminal: Effect.Effect<boolean>
 }>()("dsh/cli/Io") {}
+
+/** The errno code of a failed write: on the platform error, or on the Node error it wraps. */
+const codeOf = (error: unknown): string | undefined => {
+  for (let at: unknown = error, depth = 0; typeof at === "object" && at !== null && depth < 4; depth++) {
+    const code = (at as { readonly code?: unknown }).code
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code
+    at = (at as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/**
+ * What a failed write to stdout means. A write after the pipe's reader is gone fails with
+ * `EPIPE`, or, once Node has destroyed the stream, with the error it was destroyed by.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const stdoutClosedBy = (error: unknown): StdoutClosed => {
+  const code = codeOf(error)
+  return code === "EPIPE" || code === undefined
+    ? { readerGone: true, reason: "stdout closed (EPIPE)" }
+    : { readerGone: false, reason: `stdout failed (${code})` }
+}
 
 /**
  * The streams of the platform's `Stdio`.
@@ -38,11 +86,24 @@ export const layer: Layer.Layer<Io, never, Stdio.Stdio> = Layer.effect(
   Io,
   Effect.gen(function*() {
     const stdio = yield* Stdio.Stdio
-    const write = (sink: () => ReturnType<Stdio.Stdio["stdout"]>) => (text: string) =>
-      text === "" ? Effect.void : Stream.run(Stream.succeed(text), sink()).pipe(Effect.ignore)
+    const closed = yield* Deferred.make<StdoutClosed>()
+    let closedBy: StdoutClosed | undefined
+    const close = (error: unknown) =>
+      Effect.suspend(() => {
+        closedBy ??= stdoutClosedBy(error)
+        return Deferred.succeed(closed, closedBy)
+      })
+    const write = (sink: () => ReturnType<Stdio.Stdio["stdout"]>) => (text: string) => Stream.run(Stream.succeed(text), sink())
+    const out = (text: string) =>
+      text === "" || closedBy !== undefined
+        ? Effect.void
+        : write(() => stdio.stdout())(text).pipe(Effect.catch(close), Effect.asVoid)
     return Io.of({
-      out: write(() => stdio.stdout()),
-      err: write(() => stdio.stderr()),
+      out,
+      // a stderr that cannot be written to leaves nowhere to say so
+      err: (text) => text === "" ? Effect.void : Effect.ignore(write(() => stdio.stderr())(text)),
+      stdoutClosed: Deferred.await(closed),
+      stdoutClosedYet: Effect.sync(() => closedBy),
       readStdin: stdio.stdin.pipe(Stream.decodeText(), Stream.mkString, Effect.orElseSucceed(() => "")),
       stdinIsTerminal: stdio.stdinIsTerminal,
       stdoutIsTerminal: stdio.stdoutIsTerminal,
@@ -60,7 +121,7 @@ export const layer: Layer.Layer<Io, never, Stdio.Stdio> = Layer.effect(
  * @since 0.1.0
  * @category models
  */
-export type Signal = "SIGINT" | "SIGTERM"
+export type Signal = "SIGINT" | "SIGTERM" | "SIGHUP"
 
 type Handler = (signal: Signal) => void
 
@@ -72,10 +133,11 @@ let installed = false
 const dispatch = (signal: Signal) => (handlers.at(-1) ?? fallback)(signal)
 const onSigint = () => dispatch("SIGINT")
 const onSigterm = () => dispatch("SIGTERM")
+const onSighup = () => dispatch("SIGHUP")
 
 /**
- * Routes SIGINT and SIGTERM to the handlers registered with {@link onSignal}, and to `otherwise`
- * while none is.
+ * Routes SIGINT, SIGTERM and SIGHUP (the terminal closed) to the handlers registered with
+ * {@link onSignal}, and to `otherwise` while none is.
  *
  * @since 0.1.0
  * @category signals
@@ -86,6 +148,7 @@ export const installSignals = (otherwise: Handler): void => {
   installed = true
   process.on("SIGINT", onSigint)
   process.on("SIGTERM", onSigterm)
+  process.on("SIGHUP", onSighup)
 }
 
 /**

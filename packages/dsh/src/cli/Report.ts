@@ -11,7 +11,7 @@
  * | 3 | the turn stopped at a limit (`TURN_LIMIT`) |
  * | 4 | `replay`: the session does not replay identically (`REPLAY_MISMATCH` or another difference) |
  * | 5 | `--dev`: the session broke the event contract (`INVARIANT`) |
- * | 130 | the turn was aborted (Ctrl-C, SIGINT, SIGTERM) |
+ * | 130 | the turn was aborted (Ctrl-C, SIGINT, SIGTERM, SIGHUP, a stdout that fails other than by its reader going away) |
  *
  * @since 0.1.0
  */

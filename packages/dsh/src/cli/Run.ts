@@ -2,16 +2,19 @@
  * `dsh run "<prompt>"`: one turn, headless. The answer streams to stdout as it arrives (the text
  * deltas of `agent.events`); tool activity and a one-line summary (how the turn ended, steps,
  * usage with cache hits, the session to resume) go to stderr. With `--json` stdout gets the
- * session's events as JSON lines instead. SIGINT or SIGTERM aborts the turn (a second one ends
- * the command at once). The exit status says how the turn ended (see `Report`).
+ * session's events as JSON lines instead. SIGINT, SIGTERM or SIGHUP aborts the turn (a second
+ * one ends the command at once). So does a stdout whose reader went away (`dsh run … | head -1`):
+ * nobody reads the answer any more, so no more of it is paid for; that abort is not an error
+ * (exit 0). The exit status says how the turn ended (see `Report`).
  *
  * `dsh resume <id> "<prompt>"` runs its turn the same way, on the resumed session.
  *
  * @since 0.1.0
  */
 import type { Agent } from "@dsh/agent"
-import { type ModelInfo, Usage } from "@dsh/llm"
+import { HarnessError, type ModelInfo, Usage } from "@dsh/llm"
 import { type SessionEvent, SessionEvent as Events } from "@dsh/session"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -201,8 +204,9 @@ export const printer = (
   })
 
 /**
- * One headless turn on an agent: prints as it goes, aborts on SIGINT/SIGTERM, then prints the
- * summary. Fails with the turn's failure, or `INVARIANT` with `--dev`.
+ * One headless turn on an agent: prints as it goes, aborts on SIGINT/SIGTERM/SIGHUP or once
+ * stdout cannot be written to, then prints the summary. Fails with the turn's failure (not with
+ * the abort a stdout whose reader went away caused), or `INVARIANT` with `--dev`.
  *
  * @since 0.1.0
  * @category commands
@@ -225,16 +229,24 @@ export const turn = (
       startImmediately: true
     })
     yield* abortOnSignal(agent)
+    yield* Effect.forkScoped(Effect.flatMap(io.stdoutClosed, (closed) => agent.abort(closed.reason)))
     // with --dev, a resumed log that already breaks the contract ends the command before any request
     yield* Runtime.verify
     const result = yield* Effect.exit(agent.run(prompt))
     yield* Fiber.join(printing)
     if (!options.json) yield* io.err(summary(state, options.session, style, options.pricing))
     yield* Runtime.verify
-    if (Exit.isFailure(result)) return yield* Effect.failCause(result.cause)
+    if (Exit.isFailure(result) && !abortedForGoneReader(result.cause, yield* io.stdoutClosedYet)) {
+      return yield* Effect.failCause(result.cause)
+    }
   })
 
-/** The first SIGINT or SIGTERM aborts the turn; a second one is passed on (it ends the command). */
+/** Whether the turn failed only by the abort that a stdout whose reader went away caused. */
+const abortedForGoneReader = (cause: Cause.Cause<unknown>, closed: Io.StdoutClosed | undefined): boolean =>
+  closed !== undefined && closed.readerGone &&
+  cause.reasons.some((reason) => Cause.isFailReason(reason) && HarnessError.isHarnessError(reason.error) && reason.error.code === "ABORTED")
+
+/** The first SIGINT, SIGTERM or SIGHUP aborts the turn; a second one is passed on (it ends the command). */
 const abortOnSignal = (agent: Agent.Agent): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const first = yield* Deferred.make<Io.Signal>()

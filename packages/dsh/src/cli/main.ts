@@ -93,7 +93,7 @@ const exitWith = (status: number) => {
 }
 
 /**
- * Runs the command for `process.argv` and exits with its status. SIGINT and SIGTERM end it
+ * Runs the command for `process.argv` and exits with its status. SIGINT, SIGTERM and SIGHUP end it
  * (status 130) unless a command handles them (a headless turn aborts; chat reads Ctrl-C as a key).
  *
  * @since 0.1.0

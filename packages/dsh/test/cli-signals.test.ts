@@ -1,0 +1,113 @@
+/**
+ * `dsh run` as a real process whose stdout reader goes away (`dsh run … | head -1`) or whose
+ * terminal closes (SIGHUP) mid-stream: the turn is aborted as SIGINT aborts it, the session
+ * file holds the turn closed, stderr has no stack trace, and the process exits with its
+ * documented status (0 for the reader that went away: that is not an error; 130 for SIGHUP). The model never stops streaming (the fake server's endless answer), so
+ * the only way out is the fault under test; the tests wait on the command's output, never on a
+ * timer.
+ */
+import { SessionEvent } from "@dsh/session"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { closeSync, openSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { endless, type Home, makeHome, server, start } from "./cli-helpers.ts"
+
+const decodeEvent = Schema.decodeUnknownSync(SessionEvent.SessionEvent)
+
+// real processes on a shared machine
+const slow = { timeout: 120_000 }
+
+/** The events of the home's only session file (its header line left out). */
+const sessionEvents = (home: Home): ReadonlyArray<SessionEvent.SessionEvent> => {
+  const files = readdirSync(home.sessions).filter((file) => file.endsWith(".jsonl"))
+  expect(files).toHaveLength(1)
+  const lines = readFileSync(join(home.sessions, files[0]!), "utf8").split("\n").filter((line) => line !== "")
+  return lines.slice(1).map((line) => decodeEvent(JSON.parse(line)))
+}
+
+/** The session file holds one turn, opened and closed `aborted` with `reason`, and the agent idle after it. */
+const expectClosedTurn = (home: Home, reason: string) => {
+  const events = sessionEvents(home)
+  expect(events.map((event) => event.seq)).toStrictEqual(events.map((_, i) => i))
+  expect(events.filter((event) => event.type === "turn/start")).toHaveLength(1)
+  const ends = events.filter((event) => event.type === "turn/end")
+  expect(ends.map((event) => event.data)).toStrictEqual([{ turn: 1, reason: { kind: "aborted", reason } }])
+  const after = events.slice(events.indexOf(ends[0]!))
+  expect(after.some((event) => event.type === "agent/status" && event.data.status === "idle")).toBe(true)
+  // some of the streamed answer was logged before the abort
+  expect(events.some((event) => event.type === "assistant/chunk")).toBe(true)
+}
+
+const noStackTrace = (stderr: string) => {
+  expect(stderr).not.toMatch(/^\s+at /m)
+  expect(stderr).not.toMatch(/Error: (write )?EPIPE|Unhandled|uncaught/i)
+}
+
+describe("dsh run: the reader or the terminal goes away", slow, () => {
+  it.effect("stdout closed after the first line (as head -1 closes it): the turn is aborted, the log closes it, exit 0", () =>
+    Effect.promise(async () => {
+      const fake = await server([endless("one more line\n", 5)])
+      const home = makeHome()
+      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"])
+      // the reader: takes the first line, then closes its end of the pipe, as head -1 does
+      await running.waitFor("stdout", "\n")
+      running.child.stdout!.destroy()
+      const result = await running.done
+      await fake.close()
+      expect(result.signal).toBe(null)
+      expect(result.status).toBe(0)
+      noStackTrace(result.stderr)
+      expect(result.stderr).toContain("dsh: aborted · 1 step")
+      // the reader going away is not an error: nothing is reported
+      expect(result.stderr).not.toContain("dsh: ABORTED")
+      expectClosedTurn(home, "stdout closed (EPIPE)")
+    }))
+
+  it.effect("--json, stdout closed after the first line: the same", () =>
+    Effect.promise(async () => {
+      const fake = await server([endless("one more line\n", 5)])
+      const home = makeHome()
+      const running = start(home, ["run", "--json", "Stream forever", "--base-url", fake.url, "--tools", "none"])
+      // the first line is the agent's idle status; wait for a chunk so the pipe closes mid-stream
+      await running.waitFor("stdout", "assistant/chunk")
+      running.child.stdout!.destroy()
+      const result = await running.done
+      await fake.close()
+      expect(result.status).toBe(0)
+      noStackTrace(result.stderr)
+      expectClosedTurn(home, "stdout closed (EPIPE)")
+    }))
+
+  it.effect("SIGHUP once the first delta is out: the turn is aborted, the log closes it, exit 130", () =>
+    Effect.promise(async () => {
+      const fake = await server([endless("one more line\n", 5)])
+      const home = makeHome()
+      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"])
+      await running.waitFor("stdout", "one more line")
+      running.child.kill("SIGHUP")
+      const result = await running.done
+      await fake.close()
+      expect(result.signal).toBe(null)
+      expect(result.status).toBe(130)
+      noStackTrace(result.stderr)
+      expect(result.stderr).toContain("dsh: aborted · 1 step")
+      expect(result.stderr).toContain("dsh: ABORTED: turn 1 was aborted: interrupted (SIGHUP)")
+      expectClosedTurn(home, "interrupted (SIGHUP)")
+    }))
+
+  it.effect("a stdout that fails otherwise (a full disk, /dev/full): the turn is aborted and reported, exit 130", () =>
+    Effect.promise(async () => {
+      const fake = await server([endless("one more line\n", 5)])
+      const home = makeHome()
+      const full = openSync("/dev/full", "w")
+      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"], { stdout: full })
+      closeSync(full)
+      const result = await running.done
+      await fake.close()
+      expect(result.status).toBe(130)
+      noStackTrace(result.stderr)
+      expect(result.stderr).toContain("dsh: ABORTED: turn 1 was aborted: stdout failed (ENOSPC)")
+      expectClosedTurn(home, "stdout failed (ENOSPC)")
+    }))
+})
