@@ -28,7 +28,8 @@
  *   hits (`prompt_cache_hit_tokens` or `prompt_tokens_details.cached_tokens`, the profile's
  *   spelling first), `cacheWriteTokens` = `prompt_tokens_details.cache_write_tokens`
  *   (OpenRouter), `outputTokens` = `completion_tokens`, `reasoningTokens` from
- *   `completion_tokens_details`.
+ *   `completion_tokens_details`. A count the server leaves out is 0; a usage object without
+ *   any count is no report.
  * - Finish reasons: `stop`, `tool_calls` → `tool-calls`, `length`, `content_filter` →
  *   `content-filter`, `error` → `error` with the catalog code `LLM_SERVER`; any other
  *   (DeepSeek's `insufficient_system_resource`) → `other`, named by the provider's word (cut
@@ -110,6 +111,7 @@ export const finishReason = (raw: string): FinishReason.FinishReason => {
  * @category mapping
  */
 export const usage = (u: Wire.Usage, cacheHits: Profile.ResolvedQuirks["cacheHits"] = Profile.defaults.cacheHits): Usage.Usage => {
+  const prompt = u.prompt_tokens ?? 0
   const details = u.prompt_tokens_details
   const deepseek = u.prompt_cache_hit_tokens ?? undefined
   const openai = details?.cached_tokens ?? undefined
@@ -117,17 +119,23 @@ export const usage = (u: Wire.Usage, cacheHits: Profile.ResolvedQuirks["cacheHit
   const writes = details?.cache_write_tokens ?? 0
   // DeepSeek counts its misses itself; elsewhere they are what the prompt held besides the cache
   const misses = deepseek !== undefined && (cacheHits === "prompt_cache_hit_tokens" || openai === undefined)
-    ? u.prompt_cache_miss_tokens ?? Math.max(0, u.prompt_tokens - hits)
-    : Math.max(0, u.prompt_tokens - hits - writes)
+    ? u.prompt_cache_miss_tokens ?? Math.max(0, prompt - hits)
+    : Math.max(0, prompt - hits - writes)
   const reasoning = u.completion_tokens_details?.reasoning_tokens
   const mapped: Usage.Usage = {
     inputTokens: misses,
-    outputTokens: u.completion_tokens,
+    outputTokens: u.completion_tokens ?? 0,
     cacheReadTokens: hits,
     cacheWriteTokens: writes
   }
   return reasoning === undefined || reasoning === null ? mapped : { ...mapped, reasoningTokens: reasoning }
 }
+
+/** Whether a usage object holds any count: `"usage": {}` reports nothing (an earlier report stands). */
+const countsSomething = (u: Wire.Usage): boolean =>
+  u.prompt_tokens != null || u.completion_tokens != null || u.prompt_cache_hit_tokens != null ||
+  u.prompt_cache_miss_tokens != null || u.prompt_tokens_details?.cached_tokens != null ||
+  u.prompt_tokens_details?.cache_write_tokens != null || u.completion_tokens_details?.reasoning_tokens != null
 
 /**
  * A name piece joined to the name so far. Servers send a tool call's name whole in its first
@@ -391,7 +399,7 @@ export const make = (options: Options = {}): Translator => {
         finish = finishReason(raw)
       }
     }
-    if (wire.usage !== undefined && wire.usage !== null) reported = usage(wire.usage, quirks.cacheHits)
+    if (wire.usage !== undefined && wire.usage !== null && countsSomething(wire.usage)) reported = usage(wire.usage, quirks.cacheHits)
     return undefined
   }
 

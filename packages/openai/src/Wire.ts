@@ -187,14 +187,16 @@ export type Choice = typeof Choice.Type
  * Token counts. DeepSeek reports its prompt cache as `prompt_cache_hit_tokens` +
  * `prompt_cache_miss_tokens` (= `prompt_tokens`); OpenAI and the others report hits as
  * `prompt_tokens_details.cached_tokens`, and OpenRouter cache writes as
- * `prompt_tokens_details.cache_write_tokens`, both included in `prompt_tokens`.
+ * `prompt_tokens_details.cache_write_tokens`, both included in `prompt_tokens`. Every count may
+ * be missing (some proxies and local servers leave out `prompt_tokens` or `completion_tokens`):
+ * a missing count is read as 0, never as a broken stream.
  *
  * @since 0.1.0
  * @category response
  */
 export const Usage = Schema.Struct({
-  prompt_tokens: Count,
-  completion_tokens: Count,
+  prompt_tokens: optional(Count),
+  completion_tokens: optional(Count),
   total_tokens: optional(Count),
   prompt_cache_hit_tokens: optional(Count),
   prompt_cache_miss_tokens: optional(Count),
@@ -338,25 +340,15 @@ const delta = struct([
 
 const choice = struct([["index", count], ["delta", delta], ["finish_reason", string]])
 
-const usageDetails = struct([
+const usage = struct([
+  ["prompt_tokens", count],
+  ["completion_tokens", count],
   ["total_tokens", count],
   ["prompt_cache_hit_tokens", count],
   ["prompt_cache_miss_tokens", count],
   ["prompt_tokens_details", struct([["cached_tokens", count], ["cache_write_tokens", count]])],
   ["completion_tokens_details", struct([["reasoning_tokens", count]])]
 ])
-
-const usage: Check = (value) => {
-  if (!isRecord(value)) return wrong("an object", value)
-  for (const key of ["prompt_tokens", "completion_tokens"]) {
-    if (!isCount(value[key])) {
-      const failure = wrong("a non-negative integer", value[key])
-      failure.path.push(key)
-      return failure
-    }
-  }
-  return usageDetails(value)
-}
 
 const chunk = struct([["id", string], ["object", string], ["choices", array(choice)], ["usage", usage]])
 

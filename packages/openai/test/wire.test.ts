@@ -49,8 +49,8 @@ describe("Wire.readChunk", () => {
     expect(Wire.readChunk({ choices: [{ index: "zero" }] })).toStrictEqual({
       wrong: "at the chunk[\"choices\"][0][\"index\"]: expected a non-negative integer, got \"zero\""
     })
-    expect(Wire.readChunk({ usage: { prompt_tokens: 1 } })).toStrictEqual({
-      wrong: "at the chunk[\"usage\"][\"completion_tokens\"]: expected a non-negative integer, got nothing"
+    expect(Wire.readChunk({ usage: { prompt_tokens: 1, completion_tokens: -1 } })).toStrictEqual({
+      wrong: "at the chunk[\"usage\"][\"completion_tokens\"]: expected a non-negative integer, got number -1"
     })
   })
 })
@@ -90,6 +90,9 @@ describe("Translate with a profile's quirks", () => {
     expect(Translate.usage(u, "prompt_cache_hit_tokens")).toStrictEqual({ inputTokens: 40, outputTokens: 5, cacheReadTokens: 60, cacheWriteTokens: 20 })
     expect(Translate.usage(u, "prompt_tokens_details")).toStrictEqual({ inputTokens: 30, outputTokens: 5, cacheReadTokens: 50, cacheWriteTokens: 20 })
     expect(Translate.usage({ prompt_tokens: 9, completion_tokens: 1 })).toStrictEqual({ inputTokens: 9, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 })
+    // a count the server leaves out is 0
+    expect(Translate.usage({ completion_tokens: 4 })).toStrictEqual({ inputTokens: 0, outputTokens: 4, cacheReadTokens: 0, cacheWriteTokens: 0 })
+    expect(Translate.usage({ prompt_tokens: 7, completion_tokens: null })).toStrictEqual({ inputTokens: 7, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 })
   })
 
   it("a lenient end accepts a [DONE] without finish_reason and a body without [DONE]; a strict one refuses both", () => {
@@ -107,6 +110,21 @@ describe("Translate with a profile's quirks", () => {
     expect(translate([delta({ content: "x" }, "stop")], { streamEnd: "strict" }, "eof").failure).toBe("not accepted")
     // cut short before any finish_reason: never complete
     expect(translate([delta({ content: "x" })], { streamEnd: "lenient" }, "eof").failure).toBe("not accepted")
+  })
+
+  it("a usage without prompt_tokens is read, not a broken stream; a usage without any count is no report", () => {
+    const partial = Wire.readChunk({ choices: [], usage: { completion_tokens: 3 } })
+    if (!("chunk" in partial)) throw new Error(partial.wrong)
+    const answer = translate([delta({ content: "x" }, "stop"), partial.chunk], {})
+    expect(answer.failure).toBeUndefined()
+    expect(answer.out.filter((c) => c.type === "usage")).toStrictEqual([
+      { type: "usage", usage: { inputTokens: 0, outputTokens: 3, cacheReadTokens: 0, cacheWriteTokens: 0 } }
+    ])
+    const emptyLast = translate([delta({ content: "x" }, "stop"), { choices: [], usage: { prompt_tokens: 5, completion_tokens: 2 } }, { choices: [], usage: {} }], {})
+    expect(emptyLast.out.filter((c) => c.type === "usage")).toStrictEqual([
+      { type: "usage", usage: { inputTokens: 5, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 } }
+    ])
+    expect(translate([delta({ content: "x" }, "stop"), { choices: [], usage: {} }], {}).out.map((c) => c.type)).not.toContain("usage")
   })
 
   it("reads a first choice without an index as choice 0, and an error object as the error it is", () => {
