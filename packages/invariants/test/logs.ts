@@ -12,7 +12,7 @@
 import { Rules } from "@dsh/invariants"
 import { Content, FinishReason, Ids, StreamChunk, Usage } from "@dsh/llm"
 import { Freeze, type Session, SessionEvent } from "@dsh/session"
-import { type Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 
 // ---------------------------------------------------------------------------------------------
 // Drafts and events
@@ -35,7 +35,7 @@ export const note = (text: string): Draft => ({ type: "test:note", data: { text 
 /** Appends a draft through the session API (a core type directly, `test:note` through its definition). */
 export const appendDraft = (session: Session.Session, d: Draft): Effect.Effect<SessionEvent.SessionEvent> =>
   d.type === "test:note"
-    ? session.append(Note, d.data)
+    ? Effect.orDie(session.append(Note, d.data))
     : (session.append as unknown as (type: string, data: unknown) => Effect.Effect<SessionEvent.SessionEvent>)(
       d.type,
       d.data

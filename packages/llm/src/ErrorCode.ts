@@ -162,6 +162,10 @@ export const catalog = {
     meaning: "A system-prompt section computed by an Effect failed or died, or its content was neither a string nor an Effect of one; the message names the section.",
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
+  INVALID_EVENT: {
+    meaning: "An extension event's data does not fit its definition's Schema (a refinement the types cannot see: an Int given 1.5); nothing was appended, and the message lists every violation with its path.",
+    raisedBy: "@dsh/session (InvalidEventError), raised by session.append(definition, data)"
+  },
   INVALID_INPUT: {
     meaning: "A message given to an agent (send, steer, inject) is neither text nor valid content blocks; nothing was queued or logged, and the message says what is wrong where.",
     raisedBy: "@dsh/agent (InvalidInputError), raised by the agent handle"

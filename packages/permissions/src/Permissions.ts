@@ -118,8 +118,9 @@ const record = (
     reason,
     ...(always === undefined ? {} : { always })
   }
-  // a session closed meanwhile (its agent disposed) takes no more events; the decision stands
-  return Effect.flatMap(session.closed, (closed) => closed ? Effect.void : Effect.asVoid(session.append(PermissionEvent.Decision, data)))
+  // a session closed meanwhile (its agent disposed) takes no more events; the decision stands.
+  // The data is built here from the decision: one that did not fit its definition is a bug.
+  return Effect.flatMap(session.closed, (closed) => closed ? Effect.void : Effect.asVoid(Effect.orDie(session.append(PermissionEvent.Decision, data))))
 }
 
 /** The session's "always" rules, reading only what was logged since the last look. */

@@ -18,6 +18,7 @@ import type * as Stream from "effect/Stream"
 import * as Derivation from "./Derivation.ts"
 import * as Freeze from "./Freeze.ts"
 import * as Log from "./Log.ts"
+import { InvalidEventError } from "./SessionError.ts"
 import type {
   CoreEvent,
   CoreType,
@@ -37,7 +38,7 @@ import type {
  */
 export interface Append {
   <T extends CoreType>(type: T, data: DataOf<T>): Effect.Effect<CoreEvent<T>>
-  <Type extends ExtensionType, A>(definition: Definition<Type, A>, data: A): Effect.Effect<ExtensionEvent<Type>>
+  <Type extends ExtensionType, A>(definition: Definition<Type, A>, data: A): Effect.Effect<ExtensionEvent<Type>, InvalidEventError>
 }
 
 /**
@@ -183,9 +184,14 @@ export const make = (options: {
 
   const append = ((typeOrDefinition: CoreType | Definition<ExtensionType, unknown>, data: unknown) => {
     if (isDefinition(typeOrDefinition)) {
+      const type = typeOrDefinition.type
       return Effect.flatMap(
-        Effect.orDie(Schema.encodeUnknownEffect(typeOrDefinition.data)(data)),
-        (json) => store(typeOrDefinition.type, json)
+        Effect.mapError(Schema.encodeUnknownEffect(typeOrDefinition.data)(data, { errors: "all" }), (error) =>
+          new InvalidEventError({
+            message: `an event of type ${type} was not appended: its data does not fit its definition: ${error.message}`,
+            eventType: type
+          })),
+        (json) => store(type, json)
       )
     }
     return store(typeOrDefinition, data)

@@ -70,6 +70,19 @@ export class ToolOutcomeUnknownError extends Schema.TaggedError<ToolOutcomeUnkno
 }) {}
 
 /**
+ * An extension event's data does not fit its definition's Schema: nothing was appended. The
+ * message lists every violation with its path.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidEventError extends Schema.TaggedError<InvalidEventError>()("InvalidEventError", {
+  ...HarnessError.fields("INVALID_EVENT"),
+  /** The event's type (`namespace:name`). */
+  eventType: Schema.String
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
@@ -80,5 +93,6 @@ export const classes = [
   PersistenceError,
   CorruptLogError,
   SessionLockedError,
-  ToolOutcomeUnknownError
+  ToolOutcomeUnknownError,
+  InvalidEventError
 ] as const

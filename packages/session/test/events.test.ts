@@ -3,9 +3,9 @@
  * rejected, extension events (`define`) and narrowing on `type`.
  */
 import { Content, History, Ids } from "@dsh/llm"
-import { Session, SessionEvent } from "@dsh/session"
+import { Session, SessionErrors, SessionEvent } from "@dsh/session"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { coreSamples, draft, Note, plain, toEvents } from "./helpers.ts"
 
 const encode = Schema.encodeSync(SessionEvent.SessionEvent)
@@ -112,12 +112,23 @@ describe("SessionEvent: extension events", () => {
       expect(Summary.decode(back)).toStrictEqual({ upTo: 41, text: "so far" })
     }))
 
-  it.effect("appending data the definition cannot encode dies and logs nothing", () =>
+  it.effect("appending data the definition cannot encode fails with INVALID_EVENT, listing every violation with its path, and logs nothing", () =>
     Effect.gen(function*() {
       const session = fresh()
-      const exit = yield* Effect.exit(session.append(Summary, { upTo: "x", text: 1 } as unknown as { upTo: number; text: string }))
-      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+      const error = yield* Effect.flip(session.append(Summary, { upTo: "x", text: 1 } as unknown as { upTo: number; text: string }))
+      expect(error).toBeInstanceOf(SessionErrors.InvalidEventError)
+      expect(error.code).toBe("INVALID_EVENT")
+      expect(error.eventType).toBe("compaction:summary")
+      expect(error.message).toMatch(/^an event of type compaction:summary was not appended: its data does not fit its definition: /)
+      expect(error.message).toContain(`["upTo"]`)
+      expect(error.message).toContain(`["text"]`)
+      // a refinement the types cannot see
+      const Counted = SessionEvent.define("test:counted", Schema.Struct({ n: Schema.Int }))
+      const refused = yield* Effect.flip(session.append(Counted, { n: 1.5 }))
+      expect(refused.message).toContain(`["n"]`)
       expect(yield* session.seq).toBe(0)
+      // the session goes on
+      expect((yield* session.append(Counted, { n: 2 })).seq).toBe(0)
     }))
 
   it("is and decode tell the definition's events from the others", () => {

@@ -5,7 +5,7 @@
  */
 import { Content, FinishReason, History, Ids, type Message, StreamChunk, Usage } from "@dsh/llm"
 import { type Session, SessionEvent } from "@dsh/session"
-import { type Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 
 // ---------------------------------------------------------------------------------------------
 // Drafts: an event without its seq and time
@@ -32,7 +32,7 @@ export const toEvents = (drafts: ReadonlyArray<Draft>, from = 0): Array<SessionE
 /** Appends a draft to a session (a core type directly, `test:note` through its definition). */
 export const appendDraft = (session: Session.Session, d: Draft): Effect.Effect<SessionEvent.SessionEvent> =>
   d.type === "test:note"
-    ? session.append(Note, d.data)
+    ? Effect.orDie(session.append(Note, d.data))
     : (session.append as unknown as (type: string, data: unknown) => Effect.Effect<SessionEvent.SessionEvent>)(
       d.type,
       d.data

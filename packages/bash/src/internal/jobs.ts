@@ -84,7 +84,8 @@ export const record = <Type extends SessionEvent.ExtensionType, A>(
 ): Effect.Effect<void> =>
   session === undefined
     ? Effect.void
-    : Effect.flatMap(session.closed, (closed) => (closed ? Effect.void : Effect.asVoid(session.append(definition, data))))
+    // the data is built here from the job's own state: one that did not fit its definition is a bug
+    : Effect.flatMap(session.closed, (closed) => (closed ? Effect.void : Effect.asVoid(Effect.orDie(session.append(definition, data)))))
 
 export const makeEventLog = (settings: Settings, session: Session.Session, jobId: string): EventLog => ({
   session,

@@ -408,7 +408,8 @@ const unknownExtension = (type: string) => Events.define(type as SessionEvent.Ex
 const appendRecorded = (session: Session.Session, event: SessionEvent.SessionEvent) =>
   Events.coreTypes.includes(event.type as SessionEvent.CoreType)
     ? (session.append as (type: string, data: unknown) => Effect.Effect<unknown>)(event.type, event.data)
-    : session.append(unknownExtension(event.type), event.data as Schema.Json)
+    // Schema.Json takes any JSON the file held
+    : Effect.orDie(session.append(unknownExtension(event.type), event.data as Schema.Json))
 
 /** A compaction to ask for, and the signal that it is asked (queued behind the agent's work). */
 type CompactionAsk = Deferred.Deferred<void>

@@ -40,5 +40,6 @@ export const recordChange = (change: Omit<ChangedData, "callId">): Effect.Effect
   Effect.flatMap(ToolContext.current, (call) =>
     Option.match(call, {
       onNone: () => Effect.void,
-      onSome: (call) => Effect.asVoid(call.session.append(Changed, { ...change, callId: call.callId }))
+      // the change is built by the tool itself: data that did not fit its definition is a bug
+      onSome: (call) => Effect.asVoid(Effect.orDie(call.session.append(Changed, { ...change, callId: call.callId })))
     }))

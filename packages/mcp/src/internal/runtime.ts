@@ -472,7 +472,9 @@ const recordRestart = (server: Server, tool: string, reason: string) =>
     const call = yield* ToolContext.current
     if (Option.isNone(call)) return
     yield* call.value.session.append(McpEvents.Restarted, { server: server.name, tool, restarts, reason }).pipe(
-      // A session that closed meanwhile takes no more events; the log line above remains.
+      // the data is built here (a misfit is a bug); a session that closed meanwhile takes no more
+      // events: either way the log line above remains
+      Effect.orDie,
       Effect.catchDefect(() => Effect.void)
     )
   })
