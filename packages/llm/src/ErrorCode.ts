@@ -162,6 +162,10 @@ export const catalog = {
     meaning: "A system-prompt section computed by an Effect failed or died, or its content was neither a string nor an Effect of one; the message names the section.",
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
+  INVALID_SESSION: {
+    meaning: "A session was not created: its options are out of their range (an id that is no non-empty string, a createdAt that is no integer of epoch milliseconds, a seed that is no log counting seq from 0 with no gap); the message names each.",
+    raisedBy: "@dsh/session (InvalidSessionError), raised by SessionStore.create"
+  },
   INVALID_EVENT: {
     meaning: "An extension event's data does not fit its definition's Schema (a refinement the types cannot see: an Int given 1.5); nothing was appended, and the message lists every violation with its path.",
     raisedBy: "@dsh/session (InvalidEventError), raised by session.append(definition, data)"

@@ -233,10 +233,13 @@ const sessionFor = (
     const id = source.id === undefined ? {} : { id: source.id }
     return yield* store.create(seed === undefined ? id : { ...id, seed }).pipe(
       Effect.mapError((error) =>
-        new SessionErrors.SessionExistsError({
-          message: `${error.message}; to continue that session, pass it as session: { resume: session }`,
-          sessionId: error.sessionId
-        })
+        error._tag === "SessionExistsError"
+          ? new SessionErrors.SessionExistsError({
+            message: `${error.message}; to continue that session, pass it as session: { resume: session }`,
+            sessionId: error.sessionId
+          })
+          // (checkOptions refused these already; a store of another kind may check more)
+          : new InvalidInputError({ message: `agent ${agentId} was not created: ${error.message}`, agentId })
       )
     )
   })

@@ -1253,6 +1253,8 @@ export const layerNoDeps = (
         Effect.gen(function*() {
           resuming.set(id, { events: loaded.events, bytes: loaded.bytes, torn: loaded.torn !== undefined, lock })
           const session = yield* store.create({ id, seed: loaded.events, createdAt: loaded.header.createdAt }).pipe(
+            // a loaded log is one (decoded, counted from 0) with an integer createdAt: in range
+            Effect.catchTag("InvalidSessionError", Effect.die),
             Effect.onError(() => Effect.andThen(Effect.sync(() => resuming.delete(id)), giveLockBack(id, lock)))
           )
           yield* stateFor(session)

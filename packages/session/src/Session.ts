@@ -113,20 +113,30 @@ export interface Owned {
 const isDefinition = (u: unknown): u is Definition<ExtensionType, unknown> =>
   typeof u === "object" && u !== null && "type" in u && "data" in u && "decode" in u
 
-// A seed that is not a log is a bug of the caller (the agent checks its seeds first): it throws,
-// naming the first event that is wrong and what it holds.
-const checkSeed = (seed: ReadonlyArray<SessionEvent>): void => {
-  if (!Array.isArray(seed)) throw new TypeError(`a seed log must be an array of events, got ${HarnessError.describe(seed)}`)
+/**
+ * What is wrong with a seed log, naming the first event that is wrong and what it holds; or
+ * `undefined` when it is a log (events counting `seq` from 0 with no gap).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const seedProblem = (seed: unknown): string | undefined => {
+  if (!Array.isArray(seed)) return `a seed log must be an array of events, got ${HarnessError.describe(seed)}`
   for (let i = 0; i < seed.length; i++) {
     const event: unknown = seed[i]
-    if (typeof event !== "object" || event === null) {
-      throw new TypeError(`seed event ${i} is ${HarnessError.describe(event)}, not an event`)
-    }
+    if (typeof event !== "object" || event === null) return `seed event ${i} is ${HarnessError.describe(event)}, not an event`
     const seq = (event as { readonly seq?: unknown }).seq
     if (seq !== i) {
-      throw new RangeError(`seed event ${i} has seq ${typeof seq === "string" ? JSON.stringify(seq) : HarnessError.describe(seq)}; a seed log must count from 0 with no gap`)
+      return `seed event ${i} has seq ${typeof seq === "string" ? JSON.stringify(seq) : HarnessError.describe(seq)}; a seed log must count from 0 with no gap`
     }
   }
+  return undefined
+}
+
+// A seed that is not a log is a bug of the caller (the store checks its seeds first): it throws.
+const checkSeed = (seed: ReadonlyArray<SessionEvent>): void => {
+  const problem = seedProblem(seed)
+  if (problem !== undefined) throw new RangeError(problem)
 }
 
 /**

@@ -70,6 +70,17 @@ export class ToolOutcomeUnknownError extends Schema.TaggedError<ToolOutcomeUnkno
 }) {}
 
 /**
+ * A session was not created: its options are out of their range (see `SessionStore.create`);
+ * the message names each problem.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSessionError extends Schema.TaggedError<InvalidSessionError>()("InvalidSessionError", {
+  ...HarnessError.fields("INVALID_SESSION")
+}) {}
+
+/**
  * An extension event's data does not fit its definition's Schema: nothing was appended. The
  * message lists every violation with its path.
  *
@@ -94,5 +105,6 @@ export const classes = [
   CorruptLogError,
   SessionLockedError,
   ToolOutcomeUnknownError,
+  InvalidSessionError,
   InvalidEventError
 ] as const

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Ids, Middleware } from "@dsh/llm"
+import { HarnessError, Ids, Middleware } from "@dsh/llm"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -15,7 +15,7 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import * as Log from "./Log.ts"
 import * as Session from "./Session.ts"
-import { SessionExistsError } from "./SessionError.ts"
+import { InvalidSessionError, SessionExistsError } from "./SessionError.ts"
 import type { SessionEvent } from "./SessionEvent.ts"
 
 /**
@@ -81,9 +81,11 @@ export const refuseStored = (options: {
 export class SessionStore extends Context.Service<SessionStore, {
   /**
    * Creates a session that lives until the current scope closes (then its streams end and it
-   * leaves the store). A duplicate id fails with `SessionExistsError`.
+   * leaves the store). A duplicate id fails with `SessionExistsError`; options out of their
+   * range (an empty id, a `createdAt` that is no integer, a seed that is no log) fail with
+   * `InvalidSessionError`, each problem named, before anything is created.
    */
-  readonly create: (options?: CreateOptions) => Effect.Effect<Session.Session, SessionExistsError, Scope.Scope>
+  readonly create: (options?: CreateOptions) => Effect.Effect<Session.Session, SessionExistsError | InvalidSessionError, Scope.Scope>
   /** The open session with this id. */
   readonly get: (id: string) => Effect.Effect<Option.Option<Session.Session>>
   /** The open sessions, in creation order. */
@@ -121,6 +123,7 @@ export class SessionStore extends Context.Service<SessionStore, {
 
       const create = (options: CreateOptions = {}) =>
         Effect.gen(function*() {
+          yield* checkCreateOptions(options)
           const id = Ids.sessionId(options.id ?? crypto.randomUUID())
           const createdAt = options.createdAt ?? (yield* Clock.currentTimeMillis)
           yield* admission.apply({ id, seed: options.seed }, () => Effect.void)
@@ -157,4 +160,25 @@ export class SessionStore extends Context.Service<SessionStore, {
       })
     })
   )
+}
+
+/** Refuses options out of their range, naming each: a mistake is found at creation, not at the first flush. */
+const checkCreateOptions = (options: CreateOptions): Effect.Effect<void, InvalidSessionError> => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return Effect.fail(new InvalidSessionError({ message: `a session was not created: its options must be an object, got ${HarnessError.describe(options)}` }))
+  }
+  const problems: Array<string> = []
+  if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) {
+    problems.push(`id must be a non-empty string, got ${options.id === "" ? "an empty one" : HarnessError.describe(options.id)}`)
+  }
+  if (options.createdAt !== undefined && !Number.isSafeInteger(options.createdAt)) {
+    problems.push(`createdAt must be an integer of epoch milliseconds, got ${HarnessError.describe(options.createdAt)}`)
+  }
+  if (options.seed !== undefined) {
+    const seedProblem = Session.seedProblem(options.seed)
+    if (seedProblem !== undefined) problems.push(seedProblem)
+  }
+  return problems.length === 0
+    ? Effect.void
+    : Effect.fail(new InvalidSessionError({ message: `a session was not created: ${problems.join("; ")}` }))
 }

@@ -3,7 +3,7 @@
  * sessions, SESSION_EXISTS, and the sessions' lifetime in their creating scope.
  */
 import { Content, History, Ids } from "@dsh/llm"
-import { Derivation, Freeze, type Session, SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
+import { type CreateOptions, Derivation, Freeze, type Session, SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
 import { c1, draft, toEvents } from "./helpers.ts"
@@ -33,6 +33,30 @@ describe("SessionStore", () => {
       expect(yield* named.closed).toBe(false)
     }).pipe(Effect.provide(SessionStore.layer)))
 
+  it.effect("options out of their range fail with INVALID_SESSION naming each, and create nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const refused = (options: unknown) => Effect.flip(store.create(options as CreateOptions))
+      const empty = yield* refused({ id: "" })
+      expect(empty).toBeInstanceOf(SessionErrors.InvalidSessionError)
+      expect(empty.code).toBe("INVALID_SESSION")
+      expect(empty.message).toBe("a session was not created: id must be a non-empty string, got an empty one")
+      expect((yield* refused({ id: 42 })).message).toContain("id must be a non-empty string, got 42")
+      for (const createdAt of [Number.NaN, 1.5, Number.POSITIVE_INFINITY, "1700000000000"]) {
+        expect((yield* refused({ createdAt })).message).toContain("createdAt must be an integer of epoch milliseconds")
+      }
+      // every problem is named, the seed's too
+      const many = yield* refused({ id: "", createdAt: 0.5, seed: [{ type: "turn/start", seq: 1 }] })
+      expect(many.message).toContain("id must be")
+      expect(many.message).toContain("createdAt must be")
+      expect(many.message).toContain("seed event 0 has seq 1; a seed log must count from 0 with no gap")
+      expect((yield* refused({ seed: "events" })).message).toContain("a seed log must be an array of events")
+      expect((yield* refused(null)).message).toContain("its options must be an object")
+      expect(yield* store.all).toStrictEqual([])
+      // in range: created
+      expect((yield* store.create({ id: "ok", createdAt: 1_700_000_000_000 })).createdAt).toBe(1_700_000_000_000)
+    }).pipe(Effect.provide(SessionStore.layer)))
+
   it.effect("get finds an open session; list holds the open ones in creation order", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
@@ -52,7 +76,7 @@ describe("SessionStore", () => {
       const first = yield* store.create({ id: "dup" })
       yield* first.append("user/message", user("kept"))
       const error = yield* Effect.flip(store.create({ id: "dup" }))
-      expect(error).toBeInstanceOf(SessionErrors.SessionExistsError)
+      if (!(error instanceof SessionErrors.SessionExistsError)) throw new Error(`expected SessionExistsError, got ${error._tag}`)
       expect(error._tag).toBe("SessionExistsError")
       expect(error.code).toBe("SESSION_EXISTS")
       expect(error.sessionId).toBe("dup")
@@ -212,21 +236,18 @@ describe("SessionStore: seeded sessions (replay and fork)", () => {
       for (const event of yield* replay.events) expect(Freeze.isDeeplyFrozen(event)).toBe(true)
     }).pipe(Effect.provide(SessionStore.layer)))
 
-  it.effect("a seed that is no log dies naming what is wrong, and no session is created", () =>
+  it.effect("a seed that is no log fails with INVALID_SESSION naming what is wrong, and no session is created", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore
-      const cases: ReadonlyArray<readonly [unknown, ErrorConstructor, string]> = [
-        [[null], TypeError, "seed event 0 is null, not an event"],
-        [{ length: 1 }, TypeError, "a seed log must be an array of events"],
-        [[{ ...toEvents(turns)[0]!, seq: "0" }], RangeError, 'seed event 0 has seq "0"']
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [[null], "seed event 0 is null, not an event"],
+        [{ length: 1 }, "a seed log must be an array of events"],
+        [[{ ...toEvents(turns)[0]!, seq: "0" }], 'seed event 0 has seq "0"']
       ]
-      for (const [seed, kind, says] of cases) {
-        const exit = yield* Effect.exit(store.create({ id: "bad", seed: seed as ReadonlyArray<SessionEvent.SessionEvent> }))
-        expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
-        if (Exit.isFailure(exit)) {
-          expect(Cause.squash(exit.cause)).toBeInstanceOf(kind)
-          expect(String(Cause.squash(exit.cause))).toContain(says)
-        }
+      for (const [seed, says] of cases) {
+        const error = yield* Effect.flip(store.create({ id: "bad", seed: seed as ReadonlyArray<SessionEvent.SessionEvent> }))
+        expect(error).toBeInstanceOf(SessionErrors.InvalidSessionError)
+        expect(error.message).toContain(says)
       }
       expect(yield* store.list).toStrictEqual([])
     }).pipe(Effect.provide(SessionStore.layer)))
@@ -242,13 +263,9 @@ describe("SessionStore: seeded sessions (replay and fork)", () => {
       Effect.gen(function*() {
         const store = yield* SessionStore
         const seed = toEvents(turns.slice(0, 3)).map((e, i) => ({ ...e, seq: seqs[i]! }))
-        const exit = yield* Effect.exit(store.create({ id: "bad", seed }))
-        expect(Exit.isFailure(exit)).toBe(true)
-        if (Exit.isFailure(exit)) {
-          expect(Cause.hasDies(exit.cause)).toBe(true)
-          expect(Cause.squash(exit.cause)).toBeInstanceOf(RangeError)
-          expect(String(Cause.squash(exit.cause))).toMatch(/must count from 0 with no gap/)
-        }
+        const error = yield* Effect.flip(store.create({ id: "bad", seed }))
+        expect(error).toBeInstanceOf(SessionErrors.InvalidSessionError)
+        expect(error.message).toMatch(/must count from 0 with no gap/)
         expect(yield* store.get("bad")).toStrictEqual(Option.none())
         expect(yield* store.list).toStrictEqual([])
         // the id is still free

@@ -800,6 +800,8 @@ export const layer = (
         Effect.gen(function*() {
           resuming.set(id, { events: loaded.events, lock })
           const session = yield* store.create({ id, seed: loaded.events, createdAt: loaded.createdAt }).pipe(
+            // a loaded log is one (decoded, counted from 0) with an integer createdAt: in range
+            Effect.catchTag("InvalidSessionError", Effect.die),
             Effect.onError(() => Effect.andThen(Effect.sync(() => resuming.delete(id)), locks.release(id, lock)))
           )
           yield* stateFor(session)

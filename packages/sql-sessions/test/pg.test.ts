@@ -284,10 +284,10 @@ describe("PgSessions: writing", () => {
 })
 
 describe("PgSessions: session ids", () => {
-  it.effect("quotes, backslashes, unicode, the empty id and long ids are stored, listed, loaded and resumed as they are", () =>
+  it.effect("quotes, backslashes, unicode and long ids are stored, listed, loaded and resumed as they are", () =>
     withDatabase((url) =>
       Effect.gen(function*() {
-        const ids = ["it's \"quoted\"; DROP TABLE dsh_sessions; --", "back\\slash", "ünï ✓ 🎉", "", "a/b?c#d", "x".repeat(2000)]
+        const ids = ["it's \"quoted\"; DROP TABLE dsh_sessions; --", "back\\slash", "ünï ✓ 🎉", "a/b?c#d", "x".repeat(2000)]
         yield* persisted(url, Effect.forEach(ids, (id) => Effect.flatMap(create(id), (s) => Effect.andThen(appendMany(s, 1), flush(s)))))
         const listed = yield* persisted(url, Effect.flatMap(PgSessions.PgSessions, (pg) => pg.list))
         expect(listed.map((entry) => entry.id)).toStrictEqual([...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))

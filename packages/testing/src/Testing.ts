@@ -89,7 +89,7 @@ export const layer = (options: Options = {}): Layer.Layer<Services> => {
 export const replay = (
   events: ReadonlyArray<SessionEvent.SessionEvent>,
   id?: string
-): Effect.Effect<Session.Session, SessionErrors.SessionExistsError, SessionStore | Scope.Scope> =>
+): Effect.Effect<Session.Session, SessionErrors.SessionExistsError | SessionErrors.InvalidSessionError, SessionStore | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* SessionStore
     return yield* store.create(id === undefined ? { seed: events } : { id, seed: events })
