@@ -140,7 +140,11 @@ export interface CommonOptions {
   readonly description: string
   /** Whether calls may run in parallel with other concurrency-safe calls. Defaults to `false`. */
   readonly concurrencySafe?: boolean | undefined
-  /** How long a call may run before it is interrupted. No timeout by default. */
+  /**
+   * How long a call may run before it is interrupted and answered `TOOL_TIMEOUT`. The body's
+   * finalizers are waited for, as long again as the timeout (at most 5 s); a body that still
+   * runs then is left to finish on its own, its result dropped. No timeout by default.
+   */
   readonly timeout?: Duration.Input | undefined
 }
 

@@ -44,6 +44,7 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
@@ -248,21 +249,60 @@ const run = (entry: Entry, call: Content.ToolCallBlock, args: unknown): Effect.E
   if (Option.isNone(timeout)) {
     return Effect.matchCause(body, { onSuccess: (output) => answer(call, output), onFailure })
   }
-  return Effect.matchCause(Effect.timeoutOption(body, timeout.value), {
-    onSuccess: (output) =>
-      Option.isSome(output)
-        ? answer(call, output.value)
+  return Effect.matchCause(withTimeout(body, timeout.value), {
+    onSuccess: (outcome) =>
+      outcome._tag === "Done"
+        ? answer(call, outcome.output)
         : ToolResult.failure(
           call,
           new ToolTimeoutError({
             tool: name,
             timeoutMillis: Duration.toMillis(timeout.value),
-            message: `Tool "${name}" timed out after ${Duration.format(timeout.value)} and was stopped`
+            message: outcome._tag === "Stopped"
+              ? `Tool "${name}" timed out after ${Duration.format(timeout.value)} and was stopped`
+              : `Tool "${name}" timed out after ${Duration.format(timeout.value)} and did not stop within ${
+                Duration.format(outcome.grace)
+              } of being interrupted; it was left to finish on its own, and its result will be dropped`
           })
         ),
     onFailure
   })
 }
+
+type Timed =
+  | { readonly _tag: "Done"; readonly output: Tool.Output }
+  | { readonly _tag: "Stopped" }
+  | { readonly _tag: "Detached"; readonly grace: Duration.Duration }
+
+/**
+ * How long a timed-out body may take to stop once interrupted (its finalizers: a process
+ * group killed, a connection closed) before the call answers without it: as long again as the
+ * timeout, at most 5 seconds.
+ */
+const stopGrace = (timeout: Duration.Duration): Duration.Duration => Duration.min(timeout, Duration.seconds(5))
+
+/**
+ * The body, raced against its timeout. A body that ends in time is `Done`; one that outlives
+ * the timeout is interrupted and given {@link stopGrace} to stop (`Stopped`); one that still
+ * runs then (an uninterruptible region, a finalizer that hangs) is left running detached
+ * (`Detached`), so that a timeout always answers the call. Interrupting the call (an abort)
+ * interrupts the body and waits for it, as without a timeout.
+ */
+const withTimeout = (body: Effect.Effect<Tool.Output, unknown>, timeout: Duration.Duration): Effect.Effect<Timed, unknown> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDetach(body), (fiber) =>
+      restore(Effect.timeoutOption(Fiber.await(fiber), timeout)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.flatMap((exit): Effect.Effect<Timed, unknown> => {
+          if (Option.isSome(exit)) return Effect.map(exit.value, (output) => ({ _tag: "Done", output }))
+          const grace = stopGrace(timeout)
+          return Effect.map(
+            restore(Effect.timeoutOption(Fiber.interrupt(fiber), grace)),
+            (stopped): Timed => Option.isSome(stopped) ? { _tag: "Stopped" } : { _tag: "Detached", grace }
+          )
+        })
+      ))
+  )
 
 // A body written past the types (JavaScript, a cast) may return a value, not an Effect: the
 // fiber would die on it and take the turn with it, so it is the tool failing instead.

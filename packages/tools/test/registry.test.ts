@@ -1,7 +1,7 @@
 import { Content, type HarnessError, LlmError } from "@dsh/llm"
 import { Tool, ToolErrors, ToolMiddleware, ToolRegistry, ToolResult, Tools } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Option, Result, Schema, Scope, Tracer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Result, Schema, Scope, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import { bash, call, Files, readFile, registryWith } from "./fixtures.ts"
 
@@ -363,6 +363,50 @@ describe("ToolRegistry.execute", () => {
         failed("call-s", `Tool "slow" timed out after 5s and was stopped`, "ToolTimeoutError", "TOOL_TIMEOUT")
       )
       expect(interrupted).toBe(true)
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
+  it.effect("a timed-out body that cannot be stopped (uninterruptible, a finalizer that hangs) is left running: the call still answers TOOL_TIMEOUT", () =>
+    Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      let finished = false
+      const stubborn = simple(
+        "stubborn",
+        () => Effect.uninterruptible(Effect.as(Deferred.await(release), "late")).pipe(Effect.ensuring(Effect.sync(() => void (finished = true)))),
+        { timeout: "2 seconds" }
+      )
+      let cleaned = false
+      const slowCleanup = simple(
+        "cleanup",
+        () => Effect.never.pipe(Effect.onInterrupt(() => Effect.andThen(Effect.sleep("1 second"), Effect.sync(() => void (cleaned = true))))),
+        { timeout: "2 seconds" }
+      )
+      const registry = yield* ToolRegistry
+      yield* registry.register(stubborn)
+      yield* registry.register(slowCleanup)
+      const stubbornCall = yield* Effect.forkChild(registry.execute(call("stubborn", "", "call-u")))
+      const cleanupCall = yield* Effect.forkChild(registry.execute(call("cleanup", "", "call-c")))
+      // the timeout, then as long again for the body to stop
+      yield* TestClock.adjust("2 seconds")
+      // the finalizer that takes a second is waited for: the call answers once it is done
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(cleanupCall)).toStrictEqual(
+        failed("call-c", `Tool "cleanup" timed out after 2s and was stopped`, "ToolTimeoutError", "TOOL_TIMEOUT")
+      )
+      expect(cleaned).toBe(true)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(stubbornCall)).toStrictEqual(
+        failed(
+          "call-u",
+          `Tool "stubborn" timed out after 2s and did not stop within 2s of being interrupted; it was left to finish on its own, and its result will be dropped`,
+          "ToolTimeoutError",
+          "TOOL_TIMEOUT"
+        )
+      )
+      // still running, detached; it ends when it can, and its result goes nowhere
+      expect(finished).toBe(false)
+      yield* Deferred.succeed(release, undefined)
+      yield* Effect.yieldNow
+      expect(finished).toBe(true)
     }).pipe(Effect.provide(ToolRegistry.layer)))
 
   it.effect("an interruption inside the body: ABORTED", () =>
