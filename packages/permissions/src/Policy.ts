@@ -66,8 +66,12 @@
  *     `eval …`, a shell's `-c` (after its options: `bash -o pipefail -c '…'`; `sh`, `zsh`,
  *     `dash`, `ksh`, `fish` and the others too), `su -c`, `script -c`, `env -S`,
  *     `flock FILE -c`, `watch`, `parallel`, `ssh host …` (the remote command), `trap` and
- *     `find`'s `-exec`, `-execdir`, `-ok` and `-okdir` (`find . -exec rm {} \;`) run, 8 levels
- *     deep; and, for the commands they spell out, the values the line assigns
+ *     `find`'s `-exec`, `-execdir`, `-ok` and `-okdir` (`find . -exec rm {} \;`) run, the
+ *     commands ssh's configuration runs (`-o ProxyCommand=…`, `LocalCommand`,
+ *     `KnownHostsCommand`, `RemoteCommand`), the remote shells and helpers of `scp`/`sftp`
+ *     (`-S`, `-o`), `rsync` (`-e`, `--rsh`, `--rsync-path`) and `tar` (`-I`, `--to-command`,
+ *     `--checkpoint-action=exec=`), and the value an `alias` gives, 8 levels deep; and, for
+ *     the commands they spell out, the values the line assigns
  *     (`x='$(rm y)'`), the settings `git -c` gives (an alias `!rm x`, `core.pager`) and the
  *     values of the call's `env` (an exported function `BASH_FUNC_ls%%`), which may run as
  *     lines. So `"rm"` denies `ls && sudo rm -rf build`, `echo $(rm x)`, `bash -c "rm x"` and
@@ -84,17 +88,20 @@
  *     language given inline (`python -c`, `python3 -Sc`, `node -e`, `--eval`, `-p`,
  *     `perl -e`, `-E`, `ruby -e`, `php -r`, `lua -e`: any of it can run a command) or read
  *     from input (`curl … | python3`, `python3 - <<'EOF'`, `node /dev/stdin`); commands read
- *     from input (`… | parallel`, `parallel ::: 'rm x'`, `… | ssh host`); and `${x@P}`,
+ *     from input (`… | parallel`, `parallel ::: 'rm x'`, `… | ssh host`); an awk or sed
+ *     program that can run a command (awk's `system()`, a pipe to or from a command,
+ *     `@load`; GNU sed's `e` and `s///e`: `awk '{print $1}'` and `sed 's/a/b/'` stay plain);
+ *     an ssh `Match exec`; and `${x@P}`,
  *     which expands a value as a prompt, running the command substitutions it holds, and
  *     whose value may come from the environment the command inherits. Such a line meets the
  *     first deny or ask rule with a command pattern.
  *   Command rules read what the line says, not what it does. Not followed: a program file,
  *   whoever runs it (`python x.py`, `python -m pytest`, `node x.js`, `./build.sh`, `make`,
- *   `npm test`); aliases (the shell's, git's `alias.p=push`); awk's and sed's programs
- *   (`system()`, sed's `e`); `find -delete`; a program's options after its subcommand
- *   (`kubectl delete -n x pod` is not `"kubectl delete pod"`) or before the subcommand of a
- *   program outside the table (`cargo +nightly publish`); ssh's options that run a local
- *   command (`-o ProxyCommand=…`); inline code of interpreters outside the list (`Rscript -e`,
+ *   `npm test`); aliases the line does not define (the shell's from a startup file, git's
+ *   `alias.p=push` from its config files); `find -delete`; a program's options after its
+ *   subcommand (`kubectl delete -n x pod` is not `"kubectl delete pod"`) or before the
+ *   subcommand of a program outside the table (`cargo +nightly publish`); inline code of
+ *   interpreters outside the list (`Rscript -e`,
  *   `deno eval`, `bun -e`, `osascript -e`, `pwsh -c`); and a value of the inherited
  *   environment evaluated as arithmetic (`echo ${a[x]}`, `$((x))`, `[[ $x -eq 1 ]]` run the
  *   command substitution in an array subscript `x` holds; only `$((…))` keeps an allow rule
