@@ -216,7 +216,11 @@ describe("Codec: properties of arbitrary logs", () => {
         expect(yield* session.messages).toStrictEqual(Derivation.derive(events))
         // what a replay from disk derives (generated values may hold -0 and null-prototype objects)
         expect(plain(History.toArray(yield* session.messages))).toStrictEqual(History.toArray(Derivation.derive(viaJson(events))))
-        expect(History.toArray(yield* session.messages)).toStrictEqual(referenceDerive(events))
+        // the reference model knows no compaction (compaction.test.ts checks those): a log whose
+        // compaction/applied lands on one of its turn ends is rewritten by it
+        if (!events.some((event) => event.type === "compaction/applied")) {
+          expect(History.toArray(yield* session.messages)).toStrictEqual(referenceDerive(events))
+        }
       }).pipe(Effect.scoped, Effect.provide(SessionStore.layer)),
     { arbitrary: { runs: 100, size: 6 } }
   )
