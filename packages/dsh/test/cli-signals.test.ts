@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { closeSync, openSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { endless, type Home, makeHome, server, start } from "./cli-helpers.ts"
+import { endless, type Home, makeHome, type Options, type Result, type Running, server, start } from "./cli-helpers.ts"
 
 const decodeEvent = Schema.decodeUnknownSync(SessionEvent.SessionEvent)
 
@@ -44,17 +44,29 @@ const noStackTrace = (stderr: string) => {
   expect(stderr).not.toMatch(/Error: (write )?EPIPE|Unhandled|uncaught/i)
 }
 
+/** `dsh run` on an answer that never ends, until `fault` ends it: the command's result, and its home. */
+const streamUntil = async (
+  flags: ReadonlyArray<string>,
+  fault: (running: Running) => Promise<void> | void,
+  options: Options = {}
+): Promise<{ readonly home: Home; readonly result: Result }> => {
+  const fake = await server([endless("one more line\n", 5)])
+  const home = makeHome()
+  const running = start(home, ["run", ...flags, "Stream forever", "--base-url", fake.url, "--tools", "none"], options)
+  await fault(running)
+  const result = await running.done
+  await fake.close()
+  return { home, result }
+}
+
 describe("dsh run: the reader or the terminal goes away", slow, () => {
   it.effect("stdout closed after the first line (as head -1 closes it): the turn is aborted, the log closes it, exit 0", () =>
     Effect.promise(async () => {
-      const fake = await server([endless("one more line\n", 5)])
-      const home = makeHome()
-      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"])
-      // the reader: takes the first line, then closes its end of the pipe, as head -1 does
-      await running.waitFor("stdout", "\n")
-      running.child.stdout!.destroy()
-      const result = await running.done
-      await fake.close()
+      const { home, result } = await streamUntil([], async (running) => {
+        // the reader: takes the first line, then closes its end of the pipe, as head -1 does
+        await running.waitFor("stdout", "\n")
+        running.child.stdout!.destroy()
+      })
       expect(result.signal).toBe(null)
       expect(result.status).toBe(0)
       noStackTrace(result.stderr)
@@ -66,14 +78,11 @@ describe("dsh run: the reader or the terminal goes away", slow, () => {
 
   it.effect("--json, stdout closed after the first line: the same", () =>
     Effect.promise(async () => {
-      const fake = await server([endless("one more line\n", 5)])
-      const home = makeHome()
-      const running = start(home, ["run", "--json", "Stream forever", "--base-url", fake.url, "--tools", "none"])
-      // the first line is the agent's idle status; wait for a chunk so the pipe closes mid-stream
-      await running.waitFor("stdout", "assistant/chunk")
-      running.child.stdout!.destroy()
-      const result = await running.done
-      await fake.close()
+      const { home, result } = await streamUntil(["--json"], async (running) => {
+        // the first line is the agent's idle status; wait for a chunk so the pipe closes mid-stream
+        await running.waitFor("stdout", "assistant/chunk")
+        running.child.stdout!.destroy()
+      })
       expect(result.status).toBe(0)
       noStackTrace(result.stderr)
       expectClosedTurn(home, "stdout closed (EPIPE)")
@@ -81,13 +90,10 @@ describe("dsh run: the reader or the terminal goes away", slow, () => {
 
   it.effect("SIGHUP once the first delta is out: the turn is aborted, the log closes it, exit 130", () =>
     Effect.promise(async () => {
-      const fake = await server([endless("one more line\n", 5)])
-      const home = makeHome()
-      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"])
-      await running.waitFor("stdout", "one more line")
-      running.child.kill("SIGHUP")
-      const result = await running.done
-      await fake.close()
+      const { home, result } = await streamUntil([], async (running) => {
+        await running.waitFor("stdout", "one more line")
+        running.child.kill("SIGHUP")
+      })
       expect(result.signal).toBe(null)
       expect(result.status).toBe(130)
       noStackTrace(result.stderr)
@@ -98,13 +104,9 @@ describe("dsh run: the reader or the terminal goes away", slow, () => {
 
   it.effect("a stdout that fails otherwise (a full disk, /dev/full): the turn is aborted and reported, exit 130", () =>
     Effect.promise(async () => {
-      const fake = await server([endless("one more line\n", 5)])
-      const home = makeHome()
       const full = openSync("/dev/full", "w")
-      const running = start(home, ["run", "Stream forever", "--base-url", fake.url, "--tools", "none"], { stdout: full })
-      closeSync(full)
-      const result = await running.done
-      await fake.close()
+      // the child holds its own copy of the descriptor once started
+      const { home, result } = await streamUntil([], () => closeSync(full), { stdout: full })
       expect(result.status).toBe(130)
       noStackTrace(result.stderr)
       expect(result.stderr).toContain("dsh: ABORTED: turn 1 was aborted: stdout failed (ENOSPC)")

@@ -22,6 +22,30 @@ export type Program =
 const plain: Program = { _tag: "Plain" }
 const runs: Program = { _tag: "Runs" }
 
+/**
+ * Walks the options of the program at `at`, up to `--` or its first operand, handing each to
+ * `option` with its index; `option` gives the index of the option's last word (past a value it
+ * took), or `undefined` when the option makes the program unreadable. An option that is an
+ * expansion could be anything (`-f FILE`, `-e 'system(…)'`): unreadable. Gives the index of the
+ * first operand, or `undefined` for an unreadable program.
+ */
+const walkOptions = (
+  words: ReadonlyArray<Shell.Word>,
+  at: number,
+  option: (word: Shell.Word, i: number) => number | undefined
+): number | undefined => {
+  for (let i = at + 1; i < words.length; i++) {
+    const word = words[i]!
+    if (word.dynamic) return undefined
+    if (word.text === "--") return i + 1
+    if (!word.text.startsWith("-") || word.text === "-") return i
+    const last = option(word, i)
+    if (last === undefined) return undefined
+    i = last
+  }
+  return words.length
+}
+
 // ---------------------------------------------------------------------------------------------
 // awk
 
@@ -62,29 +86,23 @@ const optionParts = (text: string, values: ReadonlySet<string>): { readonly name
 export const awkProgram = (words: ReadonlyArray<Shell.Word>, at: number): Program => {
   let file: number | undefined
   let sources = 0
-  let i = at + 1
-  for (; i < words.length; i++) {
-    const word = words[i]!
-    // an option that is an expansion could be `-f FILE` or `-e 'system(…)'`
-    if (word.dynamic) return runs
-    if (word.text === "--") {
-      i++
-      break
-    }
-    if (!word.text.startsWith("-") || word.text === "-") break
+  const operand = walkOptions(words, at, (word, i) => {
     const { attached, name } = optionParts(word.text, awkValues)
-    if (!awkValues.has(name)) continue
+    if (!awkValues.has(name)) return i
     const value = attached ?? words[i + 1]?.text
     if (attached === undefined) {
-      if (words[i + 1]?.dynamic === true && (awkFiles.has(name) || awkSources.has(name))) return runs
+      if (words[i + 1]?.dynamic === true && (awkFiles.has(name) || awkSources.has(name))) return undefined
       i++
     }
     if (awkFiles.has(name)) file ??= i
     if (awkSources.has(name)) {
       sources++
-      if (value === undefined || awkRuns(value)) return runs
+      if (value === undefined || awkRuns(value)) return undefined
     }
-  }
+    return i
+  })
+  if (operand === undefined) return runs
+  const i = operand
   if (file !== undefined) return { _tag: "File", at: file }
   if (sources > 0) return plain
   const program = words[i]
@@ -238,32 +256,27 @@ export const sedProgram = (words: ReadonlyArray<Shell.Word>, at: number): Progra
   const scripts: Array<string> = []
   let file: number | undefined
   let sandbox = false
-  let i = at + 1
-  for (; i < words.length; i++) {
-    const word = words[i]!
-    if (word.dynamic) return runs
-    if (word.text === "--") {
-      i++
-      break
-    }
-    if (!word.text.startsWith("-") || word.text === "-") break
+  const operand = walkOptions(words, at, (word, i) => {
     if (word.text === "--sandbox") sandbox = true
     if (word.text.startsWith("--") && word.text.includes("=")) {
       const { attached, name } = optionParts(word.text, sedValues)
       if (name === "--expression") scripts.push(attached ?? "")
       if (name === "--file") file ??= i
-      continue
+      return i
     }
     const option = sedOption(word.text)
-    if (option === undefined) continue
+    if (option === undefined) return i
     if (option.attached === undefined) {
-      if (words[i + 1]?.dynamic === true) return runs
+      if (words[i + 1]?.dynamic === true) return undefined
       i++
     }
     const value = option.attached ?? words[i]?.text
     if (option.name === "-e" || option.name === "--expression") scripts.push(value ?? "")
     if (option.name === "-f" || option.name === "--file") file ??= i
-  }
+    return i
+  })
+  if (operand === undefined) return runs
+  const i = operand
   if (file !== undefined) return sandbox ? plain : { _tag: "File", at: file }
   if (scripts.length === 0) {
     const script = words[i]
