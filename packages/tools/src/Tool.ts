@@ -280,6 +280,44 @@ export const validateName = (name: string): Result.Result<string, InvalidToolErr
     })
   )
 
+/**
+ * What is wrong with a definition's fields, past the types (JavaScript, a cast): each one a
+ * registration would otherwise die on, or send to a provider that refuses it.
+ */
+const definitionProblem = (tool: unknown): string | undefined => {
+  if (!isTool(tool)) return `it is not a tool made with Tool.make or Tool.fromJsonSchema, got ${HarnessError.describe(tool)}`
+  if (typeof tool.name !== "string") return `its name must be text, got ${HarnessError.describe(tool.name)}`
+  if (typeof tool.description !== "string") return `its description must be text, got ${HarnessError.describe(tool.description)}`
+  if (typeof tool.execute !== "function") return `its execute must be a function, got ${HarnessError.describe(tool.execute)}`
+  if (typeof tool.concurrencySafe !== "boolean") {
+    return `its concurrencySafe must be true or false, got ${HarnessError.describe(tool.concurrencySafe)}`
+  }
+  const parameters: unknown = tool.parameters
+  if (!Predicate.isObject(parameters)) return `its parameters are missing`
+  if (parameters["_tag"] === "Schema") {
+    if (!Schema.isSchema(parameters["schema"])) return `its parameters must be a Schema.Struct, got ${HarnessError.describe(parameters["schema"])}`
+    if (parameters["excessKeys"] !== "reject" && parameters["excessKeys"] !== "ignore") {
+      return `its excessKeys must be "reject" or "ignore", got ${HarnessError.describe(parameters["excessKeys"])}`
+    }
+  } else if (parameters["_tag"] === "JsonSchema") {
+    if (!Predicate.isObject(parameters["jsonSchema"]) || Array.isArray(parameters["jsonSchema"])) {
+      return `its parameters must be a JSON Schema object, got ${HarnessError.describe(parameters["jsonSchema"])}`
+    }
+  } else {
+    return `its parameters are neither a Schema nor a JSON Schema`
+  }
+  return undefined
+}
+
+const validateDefinition = (tool: unknown): Result.Result<void, InvalidToolError> => {
+  const problem = definitionProblem(tool)
+  if (problem === undefined) return Result.void
+  const name = Predicate.hasProperty(tool, "name") && typeof tool.name === "string" ? tool.name : "(unnamed)"
+  return Result.fail(
+    new InvalidToolError({ tool: name, reason: "definition", message: `Tool ${JSON.stringify(clip(name, 120))} was refused: ${problem}` })
+  )
+}
+
 const validateTimeout = (tool: Any): Result.Result<void, InvalidToolError> =>
   refusedTimeouts.has(tool)
     ? Result.fail(
@@ -327,7 +365,7 @@ export const wireSchema = (
   tool: Any,
   options?: WireSchemaOptions
 ): Result.Result<ModelRequest.ToolSchema, InvalidToolError> =>
-  Result.flatMap(Result.flatMap(validateName(tool.name), () => validateTimeout(tool)), () => {
+  Result.flatMap(Result.flatMap(Result.flatMap(validateDefinition(tool), () => validateName(tool.name)), () => validateTimeout(tool)), () => {
     const strict = options?.strict === true && tool.parameters._tag === "Schema"
     return Result.map(
       parametersJsonSchema(tool, strict),

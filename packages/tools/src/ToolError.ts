@@ -177,9 +177,12 @@ export class AbortedError extends Schema.TaggedError<AbortedError>()("AbortedErr
 /**
  * A tool definition was refused at registration: its name is not one providers accept
  * (`^[a-zA-Z0-9_-]{1,64}$`), or its parameters are not an object schema or hold a type JSON
- * cannot carry. `reason` says which: `"name"`, `"parameters"`, `"timeout"`, `"scope"` when
- * the registering scope was closed already (the tool would have been unregistered at once), or
- * `"options"` when a capability's options cannot make its tools (`Files.layer`'s, say).
+ * cannot carry. `reason` says which: `"name"`, `"parameters"`, `"timeout"`, `"definition"`
+ * for a value that is no tool or a definition with a field of the wrong kind (past the types:
+ * a description that is no text, an `excessKeys` that is neither `"reject"` nor `"ignore"`, an
+ * `execute` that is no function), `"scope"` when the registering scope was closed already (the
+ * tool would have been unregistered at once), or `"options"` when a capability's options
+ * cannot make its tools (`Files.layer`'s, say).
  *
  * @since 0.1.0
  * @category errors

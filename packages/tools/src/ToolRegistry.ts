@@ -192,6 +192,8 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
   }
 
   const execute = (call: Content.ToolCallBlock): Effect.Effect<Content.ToolResultBlock> => {
+    const malformed = callProblem(call)
+    if (malformed !== undefined) return Effect.succeed(malformedCall(call, malformed))
     const settle = (result: Content.ToolResultBlock): Effect.Effect<Content.ToolResultBlock> => {
       const answered = result.toolCallId === call.id ? result : { ...result, toolCallId: call.id }
       return answered.error === undefined
@@ -224,6 +226,27 @@ const makeUnsafe = (): ToolRegistry["Service"] => {
     use,
     middleware: Effect.sync(() => chain.current().map((m) => originals.get(m) ?? m))
   })
+}
+
+/** What makes a value no tool call a registry can run (past the types: JavaScript, a cast), or `undefined`. */
+const callProblem = (call: unknown): string | undefined => {
+  if (!Predicate.isObject(call) || Array.isArray(call)) return `it must be a tool-call block, got ${HarnessError.describe(call)}`
+  if (typeof call["id"] !== "string") return `its id must be text, got ${HarnessError.describe(call["id"])}`
+  if (typeof call["name"] !== "string") return `its name must be text, got ${HarnessError.describe(call["name"])}`
+  if (typeof call["arguments"] !== "string") {
+    return `its arguments must be JSON text, got ${HarnessError.describe(call["arguments"])}`
+  }
+  return undefined
+}
+
+/** The answer to a call that is no tool call: `TOOL_FAILED`, under the call's id when it has one. */
+const malformedCall = (call: unknown, problem: string): Content.ToolResultBlock => {
+  const id = Predicate.hasProperty(call, "id") && typeof call.id === "string" ? call.id : ""
+  const name = Predicate.hasProperty(call, "name") && typeof call.name === "string" ? call.name : "(unnamed)"
+  return ToolResult.failure(
+    { type: "tool-call", id: id as Content.ToolCallBlock["id"], name, arguments: "" },
+    new ToolFailedError({ tool: name, message: `The call was not run: ${problem}` })
+  )
 }
 
 const scopeClosed = (tool: string): InvalidToolError =>

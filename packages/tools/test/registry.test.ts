@@ -80,6 +80,31 @@ describe("ToolRegistry: registration", () => {
       expect(yield* registry.names).toStrictEqual([])
     }).pipe(Effect.provide(ToolRegistry.layer)))
 
+  it.effect("a definition past the types (no tool, parameters no Schema, a bad excessKeys or description) is INVALID_TOOL, never a defect", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const execute = () => Effect.succeed("")
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [{ name: "x" }, "it is not a tool made with Tool.make or Tool.fromJsonSchema"],
+        [null, "it is not a tool"],
+        [Tool.make("t", { description: "d", parameters: undefined as never, execute }), "its parameters must be a Schema.Struct, got undefined"],
+        [Tool.make("t", { description: "d", parameters: { a: 1 } as never, execute }), "its parameters must be a Schema.Struct"],
+        [Tool.make("t", { description: "d", parameters: Schema.Struct({}), excessKeys: "bogus" as never, execute }), `its excessKeys must be "reject" or "ignore", got bogus`],
+        [Tool.make("t", { description: 5 as never, parameters: Schema.Struct({}), execute }), "its description must be text, got 5"],
+        [Tool.make(7 as never, { description: "d", parameters: Schema.Struct({}), execute }), "its name must be text, got 7"],
+        [Tool.make("t", { description: "d", parameters: Schema.Struct({}), execute: "run" as never }), "its execute must be a function"],
+        [Tool.fromJsonSchema("t", { description: "d", parameters: [] as never, execute }), "its parameters must be a JSON Schema object"]
+      ]
+      for (const [tool, says] of cases) {
+        const error = yield* Effect.flip(registry.register(tool as Tool.Any))
+        expect(error).toBeInstanceOf(ToolErrors.InvalidToolError)
+        expect(error.code).toBe("INVALID_TOOL")
+        expect((error as ToolErrors.InvalidToolError).reason).toBe("definition")
+        expect(error.message).toContain(says)
+      }
+      expect(yield* registry.names).toStrictEqual([])
+    }).pipe(Effect.provide(ToolRegistry.layer)))
+
   it.effect("registering into a closed scope is an InvalidToolError, not a silent no-op", () =>
     Effect.gen(function*() {
       const registry = yield* ToolRegistry
@@ -187,6 +212,24 @@ describe("ToolRegistry.execute", () => {
         failed("call-1", `Unknown tool "write_file". Available tools: bash, read_file`, "UnknownToolError", "UNKNOWN_TOOL")
       )
     }).pipe(Effect.provide(registryWith(bash, readFile).pipe(Layer.provide(Files.layer({}))))))
+
+  it.effect("a value that is no tool call (past the types) is answered TOOL_FAILED, never a defect", () =>
+    Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+        [null, "", "it must be a tool-call block, got null"],
+        [{ type: "tool-call", id: "c1", name: 5, arguments: "{}" }, "c1", "its name must be text, got 5"],
+        [{ type: "tool-call", name: "bash", arguments: "{}" }, "", "its id must be text, got undefined"],
+        [{ type: "tool-call", id: "c2", name: "bash", arguments: { command: "ls" } }, "c2", `its arguments must be JSON text, got {"command":"ls"}`]
+      ]
+      for (const [value, id, says] of cases) {
+        const result = yield* registry.execute(value as Content.ToolCallBlock)
+        expect(result.toolCallId).toBe(id)
+        expect(result.isError).toBe(true)
+        expect(result.error?.code).toBe("TOOL_FAILED")
+        expect(ToolResult.textOf(result)).toBe(`The call was not run: ${says}`)
+      }
+    }).pipe(Effect.provide(registryWith(bash))))
 
   it.effect("unknown tool with nothing registered", () =>
     Effect.gen(function*() {
