@@ -564,6 +564,9 @@ describe("malformed input from JavaScript or decoded JSON", () => {
         expect(refused.code).toBe("INVALID_INPUT")
         expect(refused.message).toContain(agent.id)
       }
+      // a value that is neither: the message says what it got
+      const number = yield* Effect.flip(agent.send(42 as never))
+      expect(number.message).toContain("it must be text or content blocks, got 42")
       expect(yield* agent.session.events).toHaveLength(before)
       yield* run(agent, "a proper message")
       expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])

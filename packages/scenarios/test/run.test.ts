@@ -6,6 +6,7 @@
 import { TurnResult } from "@dsh/agent"
 import { FinishReason, History, LlmError, Usage } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
+import { Tool } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Schema, Scope } from "effect"
 import { create, endReasons, ofType, requests, TestLayer, textOf, waitFor } from "./helpers.ts"
@@ -250,6 +251,23 @@ describe("agent.run with an output Schema", () => {
     }).pipe(
       Effect.scoped,
       Effect.provide(TestLayer({ script: [reply.text("ok")] }))
+    ))
+
+  it.effect("with a tool of its own named final_answer registered, run with output is INVALID_INPUT before any request", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const failed = yield* Effect.flip(agent.run("weather?", { output: Weather }))
+      expect(failed).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+      expect(failed.message).toContain("a registered tool has that name already")
+      expect(yield* requests).toStrictEqual([])
+      // without output, the tool is the agent's like any other
+      expect((yield* agent.run("plain")).toolCalls.map((t) => t.call.name)).toStrictEqual(["final_answer"])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        tools: [Tool.make("final_answer", { description: "mine", parameters: Schema.Struct({}), execute: () => Effect.succeed("noted") })],
+        script: [reply.toolCalls([{ name: "final_answer", arguments: {} }]), reply.text("ok")]
+      }))
     ))
 
   it.effect("the budget spent: InvalidOutputError with the last violations", () =>

@@ -53,6 +53,7 @@ const contentOf = (
     return invalidInput(env, `its source must be a string, got ${HarnessError.describe(options.source)}`)
   }
   if (typeof input === "string") return Effect.succeed([Content.text(input)])
+  if (!Array.isArray(input)) return invalidInput(env, `it must be text or content blocks, got ${HarnessError.describe(input)}`)
   const decoded = decodeBlocks(input)
   if (Result.isFailure(decoded)) {
     return invalidInput(env, `it must be text or content blocks: ${HarnessError.describe(decoded.failure.message)}`)

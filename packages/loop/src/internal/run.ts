@@ -29,6 +29,13 @@ export const run = Effect.fnUntraced(function*(
       agentId: env.agentId
     })
   }
+  if (options?.output !== undefined && (yield* env.registry.names).includes(Output.toolName)) {
+    return yield* new InvalidInputError({
+      message: `agent ${env.agentId}: run()'s output is answered through a tool named ${Output.toolName}, ` +
+        `and a registered tool has that name already: the model could not tell them apart (rename that tool)`,
+      agentId: env.agentId
+    })
+  }
   const output = options?.output === undefined ? undefined : yield* Effect.fromResult(Output.make(options.output))
   const waiter = Deferred.makeUnsafe<TurnReport>()
   const callers = yield* InsideAgents
