@@ -137,9 +137,13 @@ describe("dsh replay of a session resumed after a crash", () => {
       const repairs = yield* resumeAndRun(settings, "second", "two")
       expect(repairs.map((repair) => repair.kind)).toStrictEqual(["torn-tail"])
       const events = yield* eventsOf(file)
-      // the first agent's part ends at its turn/end: its disposed line is the one that tore
+      // the first agent's part ends at its idle status (its run returned to a settled agent): its
+      // disposed line is the one that tore
       expect(typesAfter(events, "session/repair", 2)).toStrictEqual(["session/repair", "agent/status"])
-      expect(events[events.findIndex((event) => event.type === "session/repair") - 1]?.type).toBe("turn/end")
+      expect(events[events.findIndex((event) => event.type === "session/repair") - 1]).toMatchObject({
+        type: "agent/status",
+        data: { status: "idle" }
+      })
       expect(yield* replayFile(settings, file)).toStrictEqual(identical(events))
     }).pipe(Effect.provide(Platform.layer)))
 
@@ -158,8 +162,8 @@ describe("dsh replay of a session resumed after a crash", () => {
       const { file, settings } = yield* oneTurnRecorded
       tearLastLine(file)
       const verdict = yield* replayFile(settings, file)
-      expect(verdict).toMatchObject({ _tag: "Differs", seq: 12, mismatch: false })
-      expect(verdict._tag === "Differs" && verdict.message).toMatch(/stops at seq 12 without being disposed \(its process ended: a crash or a kill\), so the replay cannot go on/)
+      expect(verdict).toMatchObject({ _tag: "Differs", seq: 13, mismatch: false })
+      expect(verdict._tag === "Differs" && verdict.message).toMatch(/stops at seq 13 without being disposed \(its process ended: a crash or a kill\), so the replay cannot go on/)
     }).pipe(Effect.provide(Platform.layer)))
 
   it.effect("a line torn inside a turn, resumed (the turn closed interrupted): replays up to the crash, then cannot go on", () =>

@@ -102,6 +102,53 @@ describe("events and statusChanges end at the disposal", () => {
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
 })
 
+describe("run returns to a settled agent", () => {
+  it.effect("after run, the status is idle, and a disposal right after it still sees the idle change", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const agent = yield* create().pipe(Scope.provide(scope))
+      const statuses = yield* Effect.forkChild(Stream.runCollect(agent.statusChanges), { startImmediately: true })
+      expect((yield* agent.run("hello")).text).toBe("hi")
+      expect(yield* agent.status).toBe("idle")
+      // a failed run too
+      const failed = yield* Effect.flip(agent.run("again"))
+      expect(failed.code).toBe("SCRIPT_EXHAUSTED")
+      expect(yield* agent.status).toBe("idle")
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* Fiber.join(statuses)).toStrictEqual(["idle", "running", "idle", "running", "idle", "disposed"])
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
+
+  it.effect("with a message queued behind its turn, run returns as that next turn starts, not after it", () =>
+    Effect.gen(function*() {
+      const a = yield* makeGate
+      const b = yield* makeGate
+      yield* Effect.gen(function*() {
+        const agent = yield* create()
+        const first = yield* Effect.forkChild(agent.run("first"), { startImmediately: true })
+        yield* Deferred.await(a.started)
+        // queued while the first turn runs its gated tool: the next turn's
+        const second = yield* Effect.forkChild(agent.run("second"), { startImmediately: true })
+        yield* Deferred.succeed(a.release, undefined)
+        // the second turn holds at its own gate while the first run returns
+        const one = yield* Fiber.join(first)
+        expect([one.turn, one.text]).toStrictEqual([1, "one"])
+        expect(yield* agent.status).toBe("running")
+        yield* Deferred.await(b.started)
+        yield* Deferred.succeed(b.release, undefined)
+        const two = yield* Fiber.join(second)
+        expect([two.turn, two.text]).toStrictEqual([2, "two"])
+      }).pipe(Effect.scoped, Effect.provide(TestLayer({
+        tools: [gatedTool("gated", { a, b })],
+        script: [
+          reply.toolCalls([{ name: "gated", arguments: { id: "a" } }]),
+          reply.text("one"),
+          reply.toolCalls([{ name: "gated", arguments: { id: "b" } }]),
+          reply.text("two")
+        ]
+      })))
+    }))
+})
+
 describe("the handle and create past the types", () => {
   it.effect("an abort reason that is no string is described: the log stays valid, TurnAbortedError carries it", () =>
     Effect.gen(function*() {

@@ -20,7 +20,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { awaitSignal } from "./bounded.ts"
-import { setStatus, tell } from "./driver.ts"
+import { setStatus, tell, tellSettled } from "./driver.ts"
 import { announceWithinGrace } from "./events.ts"
 import {
   type AgentState,
@@ -96,7 +96,8 @@ export const makeState = Effect.fnUntraced(function*(
     compactions: [],
     size: undefined,
     summarizedThrough,
-    nothingToCompactAt: undefined
+    nothingToCompactAt: undefined,
+    untold: undefined
   }
 })
 
@@ -236,6 +237,8 @@ export const dispose = Effect.fnUntraced(function*(env: Env, state: AgentState, 
     if (state.turn !== undefined) yield* closeTurn(env, state, state.turn, { _tag: "Aborted" }, running.deadline)
   }
   yield* setStatus(env, state, "disposed")
+  // a turn that ended as the disposal began: its callers learn how
+  tellSettled(state)
   // messages no turn took: their agent.run callers learn of the disposal
   tell(state.queued, {
     turn: state.lastTurn,

@@ -31,13 +31,16 @@ export const driver = Effect.fnUntraced(function*(env: Env, state: AgentState): 
     yield* setStatus(env, state, "running")
     // asked-for compactions run between turns, before the messages queued meanwhile
     while (hasWork(state) && !state.disposing) {
+      // more work: the last turn's callers need not wait for it
+      tellSettled(state)
       yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
     }
-    if (state.disposing) return
+    if (state.disposing) return tellSettled(state)
     yield* setStatus(env, state, "idle")
     if (!hasWork(state)) becomeIdle(state)
+    tellSettled(state)
   }
-})
+}, (effect, _env, state) => Effect.ensuring(effect, Effect.sync(() => tellSettled(state))))
 
 const hasWork = (state: AgentState): boolean => state.queued.length > 0 || state.compactions.length > 0
 
@@ -49,10 +52,10 @@ const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>
     const batch = takeBatch(state)
     state.next = state.queued.length === 0 ? undefined : makeRun()
     return runTurn(env, state, run, batch).pipe(
-      Effect.tap((report) => Effect.sync(() => tell(batch, report))),
+      Effect.tap((report) => Effect.sync(() => void (state.untold = { batch, report }))),
       Effect.catchCause((cause) => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-        tell(batch, failedReport(state.lastTurn, describeCause(cause)))
+        state.untold = { batch, report: failedReport(state.lastTurn, describeCause(cause)) }
         return Effect.logError(`dsh: agent ${env.agentId}: the loop failed running a turn (a bug in dsh)`, cause)
       }),
       Effect.ensuring(Effect.suspend(() => {
@@ -80,6 +83,13 @@ const failedReport = (turn: number, failure: Failure): TurnReport => ({
   abort: undefined,
   output: undefined
 })
+
+/** Tells the callers of the turn that ended last (see `AgentState.untold`), once. */
+export const tellSettled = (state: AgentState): void => {
+  const untold = state.untold
+  state.untold = undefined
+  if (untold !== undefined) tell(untold.batch, untold.report)
+}
 
 /** Tells the `agent.run` callers of these messages how their turn ended (once). */
 export const tell = (batch: ReadonlyArray<Pending>, report: TurnReport): void => {

@@ -170,6 +170,12 @@ export interface AgentState {
   summarizedThrough: number
   /** The turn number as of which compaction found nothing to do (tried again once a later turn ended). */
   nothingToCompactAt: number | undefined
+  /**
+   * The `agent.run` callers of the turn that just ended, with its report: told once the agent
+   * has settled (`idle`) or goes on to more work, so that a `run` returns to an agent whose
+   * status agrees with it.
+   */
+  untold: { readonly batch: ReadonlyArray<Pending>; readonly report: TurnReport } | undefined
 }
 
 /** A running turn. */
