@@ -659,6 +659,10 @@ const scan = (file: string, id: string) =>
       const final = readEvent(yield* lineAt(newlines, last[0]! + 1, last[1]!))
       if (Result.isFailure(final)) return yield* corrupt(file, newlines, final.failure)
       if (final.success.seq !== events - 1) {
+        // a line missing or repeated anywhere before the last: reading the whole file (rare: it
+        // is damaged) names the line where the count first goes wrong, as `load` does
+        const whole = yield* Effect.exit(loadFile(file))
+        if (whole._tag === "Failure") return yield* Effect.failCause(whole.cause)
         return yield* corrupt(file, newlines, `expected seq ${events - 1}, found seq ${final.success.seq}`)
       }
       lastTime = final.success.time

@@ -522,6 +522,14 @@ describe("JsonlSessions: load", () => {
       listed: true
     },
     {
+      // list reads the last line, sees the count is off, and reads the whole file to name the gap
+      name: "a line missing in the middle",
+      content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(2, "c")) + line(userEvent(3, "d")) + line(userEvent(4, "e")),
+      line: 3,
+      says: "expected seq 1, found seq 2",
+      listed: true
+    },
+    {
       name: "a repeated seq on the last line",
       content: headerOf("m") + line(userEvent(0, "a")) + line(userEvent(1, "b")) + line(userEvent(1, "b")),
       line: 4,
