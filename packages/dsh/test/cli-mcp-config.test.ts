@@ -2,6 +2,7 @@
  * The MCP servers file (`--mcp`): each server decoded as the kind its keys say, every mistake
  * reported with its path and against that kind's fields only.
  */
+import { McpNames } from "@dsh/mcp"
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as McpConfig from "../src/cli/McpConfig.ts"
@@ -46,6 +47,16 @@ describe("McpConfig.decode", () => {
         `mcpServers.neither: expected "command" (a stdio server) or "url" (an HTTP server)`
       ].join("; ") + expectedForm
     )
+  })
+
+  it("a server name MCP tool names cannot carry is listed with the other mistakes, when the name rule is given", () => {
+    const file = { mcpServers: { "a b": { command: "node" }, ok: { command: "node" }, bad: { url: "ftp://x" } } }
+    const decoded = McpConfig.decode(JSON.stringify(file), "/conf/mcp.json", "--mcp", McpNames.serverNameProblem)
+    if (Result.isSuccess(decoded)) throw new Error("decoded")
+    expect(decoded.failure.code).toBe("CONFIG_INVALID")
+    expect(decoded.failure.message).toContain("mcpServers.a b: a server name must be letters, digits")
+    expect(decoded.failure.message).toContain("mcpServers.bad.url: expected an http: or https: URL, got ftp:")
+    expect(Result.isSuccess(McpConfig.decode(JSON.stringify(file), "/conf/mcp.json"))).toBe(false)
   })
 
   it("a URL that does not parse is named as such", () => {

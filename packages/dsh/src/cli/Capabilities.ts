@@ -50,8 +50,8 @@ export const coding = (root: string) =>
 export const mcp = (file: string, source: McpConfig.Source = "--mcp") =>
   // @dsh/mcp (and effect/ai's MCP client under it) is loaded only when servers are named
   Layer.unwrap(
-    Effect.flatMap(McpConfig.read(file, source), (config) =>
-      Effect.map(Effect.promise(() => import("@dsh/mcp")), ({ Mcp }) => Mcp.layer({ servers: McpConfig.servers(config) })))
+    Effect.flatMap(Effect.promise(() => import("@dsh/mcp")), ({ Mcp, McpNames }) =>
+      Effect.map(McpConfig.read(file, source, McpNames.serverNameProblem), (config) => Mcp.layer({ servers: McpConfig.servers(config) })))
   ).pipe(
     Layer.provide(NodeFileSystem.layer)
   )

@@ -81,12 +81,19 @@ const invalid = (path: string, message: string, source: Source) =>
  *
  * Each server is decoded as the kind its keys say — `url`: HTTP, else `command`: stdio — so
  * a mistake in one is reported against that kind's fields only, every mistake with its path.
- * A URL must be `http:` or `https:`.
+ * A URL must be `http:` or `https:`. `nameProblem` (`McpNames.serverNameProblem` of
+ * `@dsh/mcp`, which the caller has loaded) says what is wrong with a server's name, listed
+ * with the other problems.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const decode = (text: string, path: string, source: Source = "--mcp"): Result.Result<File, ConfigInvalidError> => {
+export const decode = (
+  text: string,
+  path: string,
+  source: Source = "--mcp",
+  nameProblem: (name: string) => string | undefined = () => undefined
+): Result.Result<File, ConfigInvalidError> => {
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -98,6 +105,8 @@ export const decode = (text: string, path: string, source: Source = "--mcp"): Re
   const servers: Record<string, File["mcpServers"][string]> = {}
   const problems: Array<string> = []
   for (const [name, entry] of Object.entries(shape.success.mcpServers)) {
+    const badName = nameProblem(name)
+    if (badName !== undefined) problems.push(`mcpServers.${name}: ${badName}`)
     const server = decodeServer(entry, ["mcpServers", name])
     if (Result.isFailure(server)) problems.push(...server.failure)
     else servers[name] = server.success
@@ -188,11 +197,15 @@ export const servers = (file: File): Record<string, Mcp.ServerConfig> =>
  * @since 0.1.0
  * @category decoding
  */
-export const read = (path: string, source: Source = "--mcp"): Effect.Effect<File, ConfigInvalidError, FileSystem.FileSystem> =>
+export const read = (
+  path: string,
+  source: Source = "--mcp",
+  nameProblem?: (name: string) => string | undefined
+): Effect.Effect<File, ConfigInvalidError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs.readFileString(path).pipe(
       Effect.mapError(() => invalid(path, "the file cannot be read (it does not exist, or is not a readable file)", source))
     )
-    return yield* Effect.fromResult(decode(text, path, source))
+    return yield* Effect.fromResult(decode(text, path, source, nameProblem))
   })
