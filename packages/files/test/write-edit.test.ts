@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync } from "node:fs"
+import { chmodSync, closeSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync, symlinkSync } from "node:fs"
 import { join } from "node:path"
 import { adversary, codeOf, execute, filesLayer, modeLayer, populate, tempDir, textOf } from "./fixtures.ts"
 
@@ -463,6 +463,27 @@ describe("edit", () => {
       }).pipe(Effect.provide(filesLayer(root)))
       expect(content(root, "shared.txt")).toBe(`${lines.map((_, i) => `LINE ${i}`).join("\n")}\n`)
       expect(readdirSync(root).sort()).toStrictEqual(["alias.txt", "shared.txt"])
+    }).pipe(Effect.scoped))
+
+  it.effect("a file with hard links is written in place: edit and write through any of its names reach them all", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      populate(root, { "f.txt": "hello\n" })
+      linkSync(join(root, "f.txt"), join(root, "hard.txt"))
+      chmodSync(join(root, "f.txt"), 0o640)
+      const before = statSync(join(root, "f.txt"))
+      yield* Effect.gen(function*() {
+        expect((yield* run("edit", { path: "hard.txt", old: "hello", new: "bye" })).code).toBe("ok")
+        expect(content(root, "f.txt")).toBe("bye\n")
+        expect((yield* run("write", { path: "f.txt", content: "a longer text\n" })).code).toBe("ok")
+        expect(content(root, "hard.txt")).toBe("a longer text\n")
+        expect((yield* run("write", { path: "hard.txt", content: "short\n" })).code).toBe("ok")
+      }).pipe(Effect.provide(filesLayer(root)))
+      const after = statSync(join(root, "f.txt"))
+      // one file still, two names, its bits as they were; shorter content leaves no tail behind
+      expect([after.ino, after.nlink, after.mode & 0o7777]).toStrictEqual([before.ino, 2, 0o640])
+      expect(content(root, "f.txt")).toBe("short\n")
+      expect(readdirSync(root).sort()).toStrictEqual(["f.txt", "hard.txt"])
     }).pipe(Effect.scoped))
 
   it.effect("a file that changes while it is edited is not overwritten: FILE_IO EAGAIN", () =>

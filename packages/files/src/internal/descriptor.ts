@@ -22,6 +22,8 @@ export interface Stat {
   /** Permission bits (`0o7777`). */
   readonly mode: number
   readonly mtimeNs: bigint
+  /** How many names (hard links) the file has. */
+  readonly links: number
 }
 
 /** An open descriptor, closed when the scope that opened it closes. */
@@ -31,6 +33,7 @@ export interface Handle {
   /** Reads into `buffer` from `position`; 0 at the end of the file. */
   readonly read: (buffer: Uint8Array, position: number) => Effect.Effect<number, SystemFailure>
   readonly writeAll: (bytes: Uint8Array) => Effect.Effect<void, SystemFailure>
+  readonly truncate: (length: number) => Effect.Effect<void, SystemFailure>
   readonly chmod: (mode: number) => Effect.Effect<void, SystemFailure>
   readonly sync: Effect.Effect<void, SystemFailure>
 }
@@ -52,11 +55,13 @@ const handleOf = (file: FileHandle): Handle => ({
     ino: s.ino,
     size: Number(s.size),
     mode: Number(s.mode & 0o7777n),
-    mtimeNs: s.mtimeNs
+    mtimeNs: s.mtimeNs,
+    links: Number(s.nlink)
   })),
   read: (buffer, position) =>
     Effect.map(call(() => file.read(buffer, 0, buffer.byteLength, position)), (r) => r.bytesRead),
   writeAll: (bytes) => Effect.asVoid(call(() => file.writeFile(bytes))),
+  truncate: (length) => call(() => file.truncate(length)),
   chmod: (mode) => call(() => file.chmod(mode)),
   sync: call(() => file.sync())
 })
@@ -79,6 +84,13 @@ const acquire = (path: string, flags: number, mode?: number): Effect.Effect<Hand
  */
 export const openEntry = (path: string): Effect.Effect<Handle, SystemFailure, Scope.Scope> =>
   acquire(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+
+/**
+ * Opens an existing file for writing in place (no truncation yet), without following a
+ * symbolic link in its last component.
+ */
+export const openForRewrite = (path: string): Effect.Effect<Handle, SystemFailure, Scope.Scope> =>
+  acquire(path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
 
 /**
  * Creates a new file for writing; fails with `EEXIST` when the name exists, whatever it is (a

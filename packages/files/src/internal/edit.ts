@@ -21,7 +21,7 @@ import { show, type SystemFailure } from "./system.ts"
 import { cutLine, decode, formatSize, linesAt, splitLines, withoutCr } from "./text.ts"
 import * as Locks from "./locks.ts"
 import { type Entry, openChild, shownRel } from "./workspace.ts"
-import { atomicWrite } from "./write.ts"
+import { replaceFile } from "./write.ts"
 
 /** The edit tool's parameters. */
 export const EditParameters = Schema.Struct({
@@ -340,7 +340,7 @@ const editLocked = (
             message: `${show(path)} changed while it was being edited; nothing was written: read it again`
           })
         }
-        yield* atomicWrite(settings.workspace, file.chain, file.name, encoded, file.stat.mode)
+        yield* replaceFile(settings.workspace, file.chain, file.name, encoded, file.stat)
         const written = shownRel([...parent.rel, file.name])
         yield* recordChange({ tool: "edit", path: written, change: "edited", bytes: encoded.byteLength })
         const count = r.at.length
