@@ -255,8 +255,8 @@ const checkBaseUrl = (raw: string, apiKey: Redacted.Redacted<string>): Effect.Ef
     ))
   }
   const trimmed = raw.trim().replace(/\/+$/, "")
-  // a URL may carry credentials: its text is scrubbed of the key before it is quoted
-  const quoted = Failure.scrub(JSON.stringify(raw), apiKey)
+  // a URL may carry credentials: its user and password, query and the key are left out of its quote
+  const quoted = Failure.scrub(JSON.stringify(AdapterSettings.shownUrl(raw)), apiKey)
   let url: URL
   try {
     url = new URL(trimmed)
@@ -512,7 +512,7 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, AnthropicCon
     const open = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.gen(function*() {
         const response = yield* withIdleTimeout(
-          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${endpoint}: ${describeHttp(error)}`)),
+          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${AdapterSettings.shownUrl(endpoint)}: ${describeHttp(error)}`)),
           "while waiting for the response headers"
         )
         if (response.status < 200 || response.status > 299) return yield* failed(response)

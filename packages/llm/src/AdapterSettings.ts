@@ -101,3 +101,28 @@ export const shown = (value: unknown): string => {
   if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
   return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`
 }
+
+/**
+ * A URL as messages and logs show it: its credentials (`user:password@`) replaced by
+ * `REDACTED`, its query by `?REDACTED` (where tokens hide), its fragment dropped. Text that
+ * is no URL is shown as it is.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const shownUrl = (url: string): string => {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return url
+  }
+  if (parsed.username === "" && parsed.password === "" && parsed.search === "" && parsed.hash === "") return url
+  if (parsed.username !== "" || parsed.password !== "") {
+    parsed.username = "REDACTED"
+    parsed.password = ""
+  }
+  if (parsed.search !== "") parsed.search = "?REDACTED"
+  parsed.hash = ""
+  return parsed.href
+}

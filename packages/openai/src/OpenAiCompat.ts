@@ -300,8 +300,8 @@ const checkBaseUrl = (
     return Effect.fail(configError("baseUrl", `The ${profile.displayName} base URL must be a string, got ${AdapterSettings.shown(raw)} (set ${where}, e.g. ${profile.baseUrl})`))
   }
   const trimmed = raw.trim().replace(/\/+$/, "")
-  // a URL may carry credentials: its text is scrubbed of the key before it is quoted
-  const quoted = Failure.scrub(JSON.stringify(raw), apiKey)
+  // a URL may carry credentials: its user and password, query and the key are left out of its quote
+  const quoted = Failure.scrub(JSON.stringify(AdapterSettings.shownUrl(raw)), apiKey)
   let url: URL
   try {
     url = new URL(trimmed)
@@ -527,7 +527,7 @@ export const fromSettings = (resolved: Settings): Effect.Effect<Adapter, never, 
     const open = (request: HttpClientRequest.HttpClientRequest, model: string) =>
       Effect.gen(function*() {
         const response = yield* withIdleTimeout(
-          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${endpoint}: ${describeHttp(error)}`)),
+          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${AdapterSettings.shownUrl(endpoint)}: ${describeHttp(error)}`)),
           "while waiting for the response headers"
         )
         if (response.status < 200 || response.status > 299) {
@@ -545,7 +545,7 @@ export const fromSettings = (resolved: Settings): Effect.Effect<Adapter, never, 
             apiKey: resolved.apiKey,
             authHint: resolved.keyHint,
             model,
-            endpoint
+            endpoint: AdapterSettings.shownUrl(endpoint)
           }))
         }
         const [first, rest] = yield* Stream.peel(body(response), Sink.head<Uint8Array>())

@@ -336,6 +336,19 @@ describe("retries", () => {
       expect(outcome.failure?.code).toBe("LLM_TRANSPORT")
       expect(outcome.failure?.message).toContain(`could not reach llama.cpp at ${closed.url}/chat/completions`)
     }))
+
+  it.live("a base URL's user and password never reach an error message (nor the session log that keeps it)", () =>
+    Effect.gen(function*() {
+      const closed = yield* Effect.promise(() => FakeServer.start(Fixture.load("text")))
+      yield* Effect.promise(() => closed.close())
+      const withCredentials = closed.url.replace("http://", "http://user:s3cret@")
+      const outcome = yield* Model.use((model) => run(model.stream(request("m", "hi")))).pipe(
+        Effect.provide(modelLayer("llamacpp", withCredentials, { model: "m", retry: { times: 1, schedule: Schedule.spaced("1 millis") } }))
+      )
+      expect(outcome.failure?.code).toBe("LLM_TRANSPORT")
+      expect(outcome.failure?.message).toContain(`could not reach llama.cpp at ${closed.url.replace("http://", "http://REDACTED@")}/chat/completions`)
+      expect(outcome.failure?.message).not.toContain("s3cret")
+    }))
 })
 
 describe("interruption", () => {
