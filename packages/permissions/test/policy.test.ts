@@ -338,7 +338,16 @@ describe("commands spelt so that the text hides them", () => {
         "watch -n 1 'rm x'",
         "strace -f -o trace.txt rm x",
         "chroot /srv rm x",
-        "xargs -e rm x"
+        "xargs -e rm x",
+        "pkexec rm x",
+        "pkexec --user root rm x",
+        "runuser -u nobody -- rm x",
+        "runuser -l -c 'rm x' nobody",
+        "sg wheel -c 'rm x'",
+        "sg wheel rm x",
+        "systemd-run --user -p MemoryMax=1G --unit tidy rm x",
+        "ltrace -o trace.txt rm x",
+        "valgrind --tool=memcheck rm x"
       ]
     ) {
       expect([command, bash(command)]).toStrictEqual([command, "deny@0"])

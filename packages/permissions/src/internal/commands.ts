@@ -107,6 +107,49 @@ const runners: Readonly<Record<string, Runner>> = {
     shells: ["-s", "-i", "--shell", "--login"]
   },
   doas: { values: ["-a", "-C", "-u"], shells: ["-s"] },
+  pkexec: { values: ["--user"] },
+  // util-linux runuser: `-u USER [--] COMMAND…`, or su's way with its options first (`runuser -c LINE USER`)
+  runuser: {
+    values: ["-u", "--user", "-g", "-G", "-s", "-w", "--group", "--supp-group", "--shell", "--whitelist-environment"],
+    lines: ["-c", "--command", "--session-command"]
+  },
+  // sg GROUP -c LINE, or sg GROUP COMMAND… (its words joined and run by sh)
+  sg: { lines: ["-c"], operands: 1, joins: true },
+  "systemd-run": {
+    values: [
+      "-u",
+      "--unit",
+      "-p",
+      "--property",
+      "--description",
+      "--slice",
+      "-E",
+      "--setenv",
+      "-M",
+      "--machine",
+      "-H",
+      "--host",
+      "--uid",
+      "--gid",
+      "--nice",
+      "--working-directory",
+      "--service-type",
+      "--on-active",
+      "--on-boot",
+      "--on-startup",
+      "--on-unit-active",
+      "--on-unit-inactive",
+      "--on-calendar",
+      "--on-timezone-change",
+      "--on-clock-change",
+      "--timer-property",
+      "--path-property",
+      "--socket-property"
+    ]
+  },
+  ltrace: { values: "aADeFlnopsuwx".split("").map((c) => `-${c}`) },
+  // valgrind's own options are all --name=value
+  valgrind: {},
   su: {
     values: ["-g", "-G", "-s", "-w", "--group", "--supp-group", "--shell", "--whitelist-environment"],
     lines: ["-c", "--command", "--session-command"],
