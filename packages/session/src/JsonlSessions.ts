@@ -571,7 +571,29 @@ const parseLines = (file: string, data: Uint8Array, position: { line: number }):
 const sessionIdOf = (file: string) => idOfFileName(file.slice(file.lastIndexOf("/") + 1)) ?? ""
 
 const ioError = (sessionId: string, what: string) => (cause: PlatformError.PlatformError) =>
-  new PersistenceError({ message: `${what}: ${cause.message}`, sessionId, cause })
+  new PersistenceError({ message: `${what}: ${inWords(cause)}`, sessionId, cause })
+
+// What the system said, in words for the errno codes a user meets (a directory where a session
+// file goes, a file where the directory goes), else the platform error's own message.
+const errnoWords: Readonly<Record<string, string>> = {
+  EISDIR: "it is a directory, not a file",
+  ENOTDIR: "a part of the path is a file, not a directory",
+  EEXIST: "something that is not a directory is in the way",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ENOENT: "it does not exist",
+  ENOSPC: "no space left on the device",
+  EROFS: "the file system is read-only"
+}
+
+const inWords = (cause: PlatformError.PlatformError): string => {
+  for (let at: unknown = cause, depth = 0; typeof at === "object" && at !== null && depth < 5; depth++) {
+    const code = (at as { readonly code?: unknown }).code
+    if (typeof code === "string" && code in errnoWords) return `${errnoWords[code]} (${code})`
+    at = (at as { readonly reason?: unknown; readonly cause?: unknown }).reason ?? (at as { readonly cause?: unknown }).cause
+  }
+  return cause.message
+}
 
 /**
  * Loads a session file by path (see {@link load}).

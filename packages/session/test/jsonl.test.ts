@@ -603,6 +603,20 @@ describe("JsonlSessions: load", () => {
       })
     ))
 
+  it.effect("a directory where a session file goes, or a file where the directory goes: PERSISTENCE saying so in words", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        mkdirSync(join(directory, "m.jsonl"))
+        const unreadable = yield* Effect.flip(loadFile(join(directory, "m.jsonl")))
+        expect(unreadable.code).toBe("PERSISTENCE")
+        expect(unreadable.message).toBe(`cannot read ${join(directory, "m.jsonl")}: it is a directory, not a file (EISDIR)`)
+        writeFileSync(join(directory, "afile"), "")
+        const inTheWay = yield* Effect.flip(persisted(join(directory, "afile"), Effect.void))
+        expect(inTheWay.code).toBe("PERSISTENCE")
+        expect(inTheWay.message).toContain("something that is not a directory is in the way (EEXIST)")
+      })
+    ))
+
   // list decodes only the header and the last lines, so it agrees with load about those
   for (const c of corruptCases.filter((c) => c.listed === true)) {
     it.effect(`list agrees: ${c.name} is CORRUPT_LOG`, () =>
