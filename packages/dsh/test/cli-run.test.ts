@@ -30,6 +30,25 @@ describe("dsh run", slow, () => {
     expect(readdirSync(home.sessions).filter((f) => f.endsWith(".jsonl"))).toHaveLength(1)
   })
 
+  it("an answer cut off at the model's output limit says so on stderr; the turn still completes", async () => {
+    const cut: Fixture.Fixture = {
+      description: "an answer cut at the output limit",
+      writes: [
+        Fixture.data(Fixture.chunk({ role: "assistant", content: "" })),
+        Fixture.data(Fixture.chunk({ content: "The first half of" })),
+        Fixture.data(Fixture.chunk({ content: "" }, { finish: "length" })),
+        Fixture.done
+      ]
+    }
+    const fake = await server([cut])
+    const home = makeHome()
+    const result = await dsh(home, ["run", "Say a lot", "--base-url", fake.url, "--tools", "none"])
+    await fake.close()
+    expect(result.stdout).toBe("The first half of\n")
+    expect(result.stderr).toMatch(/^dsh: warning: the answer was cut off at the model's output limit \(finish reason length\)\ndsh: completed · 1 step/)
+    expect(result.status).toBe(0)
+  })
+
   it("writes the answer as it arrives: text before the stream ends; SIGINT aborts the turn, exit 130", async () => {
     const fake = await server([stallAfter("Thinking about")])
     const home = makeHome()

@@ -115,6 +115,11 @@ export const print = (state: PrinterState, event: SessionEvent.SessionEvent, sty
     case "usage":
       state.usage = Usage.add(state.usage, event.data.usage)
       return { out: "", err: "" }
+    case "assistant/message":
+      // the answer reads complete on stdout; only the finish reason says it was cut
+      return event.data.finishReason?.kind === "length"
+        ? { out: breakLine(state), err: "dsh: warning: the answer was cut off at the model's output limit (finish reason length)\n" }
+        : { out: "", err: "" }
     case "tool/call":
       state.calls.set(event.data.callId, { name: event.data.name, time: event.time })
       return { out: breakLine(state), err: `${Render.toolCall(event.data, style)}\n` }
