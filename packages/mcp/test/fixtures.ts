@@ -132,6 +132,7 @@ export const hostileTools = [
   `{"name":"array-input","inputSchema":{"type":"array"}}`,
   `{"name":"no-input"}`,
   `{"inputSchema":{"type":"object"}}`,
+  `{"name":" ","inputSchema":{"type":"object"}}`,
   // what a call answers, by name (see `hostileCall`)
   `{"name":"garbage","inputSchema":{"type":"object"}}`,
   `{"name":"rpc-error","inputSchema":{"type":"object"}}`,

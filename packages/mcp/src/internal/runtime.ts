@@ -394,9 +394,13 @@ const screenToolList = (response: McpSchema.JsonRpcResponse, screened: Array<Ref
   const kept: Array<unknown> = []
   tools.forEach((tool: unknown, index) => {
     const decoded = decodeTool(tool)
-    if (Result.isSuccess(decoded)) return kept.push(tool)
-    const name = Predicate.isObject(tool) && typeof tool["name"] === "string" ? tool["name"] : `(tool #${index + 1}, unnamed)`
-    const problem = decoded.failure.message.replace(/\s*\n\s*/g, " ")
+    // an empty name is no name: a model could not call it, and sanitized it would be only `_`s
+    const empty = Result.isSuccess(decoded) && decoded.success.name.trim() === ""
+    if (Result.isSuccess(decoded) && !empty) return kept.push(tool)
+    const name = Predicate.isObject(tool) && typeof tool["name"] === "string" && tool["name"].trim() !== ""
+      ? tool["name"]
+      : `(tool #${index + 1}, unnamed)`
+    const problem = Result.isSuccess(decoded) ? "its name is empty" : decoded.failure.message.replace(/\s*\n\s*/g, " ")
     screened.push({ mcpName: name, reason: `its entry in the server's tool list is invalid: ${problem}` })
   })
   return kept.length === tools.length
