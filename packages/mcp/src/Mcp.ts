@@ -297,16 +297,7 @@ const stdioEndpoint = (name: string, config: StdioServer): Result.Result<runtime
 }
 
 // The URL as errors and logs show it: without credentials or query (where tokens hide).
-const shownUrl = (url: URL): string => {
-  const shown = new URL(url.href)
-  if (shown.username !== "" || shown.password !== "") {
-    shown.username = "REDACTED"
-    shown.password = ""
-  }
-  if (shown.search !== "") shown.search = "?REDACTED"
-  shown.hash = ""
-  return shown.href
-}
+const shownUrl = (url: URL): string => AdapterSettings.shownUrl(url.href)
 
 const httpEndpoint = (name: string, config: HttpServer): Result.Result<runtime.Endpoint, McpConnectError> => {
   let url: URL
