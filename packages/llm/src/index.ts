@@ -40,4 +40,6 @@ export * as Sse from "./Sse.ts"
 /** @since 0.1.0 */
 export * as StreamChunk from "./StreamChunk.ts"
 /** @since 0.1.0 */
+export * as SystemCode from "./SystemCode.ts"
+/** @since 0.1.0 */
 export * as Usage from "./Usage.ts"

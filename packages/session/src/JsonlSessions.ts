@@ -74,7 +74,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, ScopedList } from "@dsh/llm"
+import { HarnessError, ScopedList, SystemCode } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -587,12 +587,8 @@ const errnoWords: Readonly<Record<string, string>> = {
 }
 
 const inWords = (cause: PlatformError.PlatformError): string => {
-  for (let at: unknown = cause, depth = 0; typeof at === "object" && at !== null && depth < 5; depth++) {
-    const code = (at as { readonly code?: unknown }).code
-    if (typeof code === "string" && code in errnoWords) return `${errnoWords[code]} (${code})`
-    at = (at as { readonly reason?: unknown; readonly cause?: unknown }).reason ?? (at as { readonly cause?: unknown }).cause
-  }
-  return cause.message
+  const code = SystemCode.of(cause)
+  return code !== undefined && code in errnoWords ? `${errnoWords[code]} (${code})` : cause.message
 }
 
 /**

@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { SystemCode } from "@dsh/llm"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -52,16 +53,6 @@ export class Io extends Context.Service<Io, {
   readonly stderrIsTerminal: Effect.Effect<boolean>
 }>()("dsh/cli/Io") {}
 
-/** The errno code of a failed write: on the platform error, or on the Node error it wraps. */
-const codeOf = (error: unknown): string | undefined => {
-  for (let at: unknown = error, depth = 0; typeof at === "object" && at !== null && depth < 4; depth++) {
-    const code = (at as { readonly code?: unknown }).code
-    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code
-    at = (at as { readonly cause?: unknown }).cause
-  }
-  return undefined
-}
-
 /**
  * What a failed write to stdout means. A write after the pipe's reader is gone fails with
  * `EPIPE`, or, once Node has destroyed the stream, with the error it was destroyed by.
@@ -70,7 +61,7 @@ const codeOf = (error: unknown): string | undefined => {
  * @category models
  */
 export const stdoutClosedBy = (error: unknown): StdoutClosed => {
-  const code = codeOf(error)
+  const code = SystemCode.of(error)
   return code === "EPIPE" || code === undefined
     ? { readerGone: true, reason: "stdout closed (EPIPE)" }
     : { readerGone: false, reason: `stdout failed (${code})` }

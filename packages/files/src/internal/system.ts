@@ -3,9 +3,8 @@
  * it came from `node:fs` or from effect's FileSystem, and how it reaches the model — a
  * `FileNotFoundError` or a `FileIoError` naming the path the model gave.
  */
+import { SystemCode } from "@dsh/llm"
 import * as Data from "effect/Data"
-import * as PlatformError from "effect/PlatformError"
-import * as Predicate from "effect/Predicate"
 import { FileIoError, FileNotFoundError } from "../FileError.ts"
 
 /** A failed system call: its code (`EACCES`) and the original failure. */
@@ -14,30 +13,8 @@ export class SystemFailure extends Data.TaggedError("SystemFailure")<{
   readonly cause?: unknown
 }> {}
 
-// effect's normalized tags, for a PlatformError whose cause carries no code
-const codeOfTag: Record<string, string> = {
-  AlreadyExists: "EEXIST",
-  BadResource: "EBADF",
-  Busy: "EBUSY",
-  NotFound: "ENOENT",
-  PermissionDenied: "EACCES",
-  TimedOut: "ETIMEDOUT",
-  WouldBlock: "EAGAIN"
-}
-
-/** The system code of a failure: a Node error's `code`, or the one behind a PlatformError. */
-export const codeOf = (cause: unknown): string => {
-  if (PlatformError.isPlatformError(cause)) {
-    const reason = cause.reason
-    if (reason._tag === "BadArgument") return "EINVAL"
-    const inner = codeOf(reason.cause)
-    return inner !== "EUNKNOWN" ? inner : codeOfTag[reason._tag] ?? "EUNKNOWN"
-  }
-  if (Predicate.hasProperty(cause, "code") && typeof cause.code === "string" && /^E[A-Z0-9]+$/.test(cause.code)) {
-    return cause.code
-  }
-  return "EUNKNOWN"
-}
+/** The system code of a failure (see `SystemCode.of`), `EUNKNOWN` when it carries none. */
+export const codeOf = (cause: unknown): string => SystemCode.of(cause) ?? "EUNKNOWN"
 
 /** Any failure of a system call as a {@link SystemFailure}. */
 export const failure = (cause: unknown): SystemFailure =>
