@@ -83,6 +83,10 @@ interface Runner {
   readonly queries?: ReadonlyArray<string>
 }
 
+// su's options that take a value, and those whose value is the line it runs: runuser reads both as su does
+const suValues = ["-g", "-G", "-s", "-w", "--group", "--supp-group", "--shell", "--whitelist-environment"]
+const suLines = ["-c", "--command", "--session-command"]
+
 // Taken from each program's getopt options (sudo 1.9, coreutils, util-linux, GNU findutils,
 // GNU time, procps watch, strace 6, OpenSSH 9, GNU parallel); an option with an optional value takes it only after `=`
 // or attached, so it is a flag here unless the program reads the next word too (sudo's -h).
@@ -109,10 +113,7 @@ const runners: Readonly<Record<string, Runner>> = {
   doas: { values: ["-a", "-C", "-u"], shells: ["-s"] },
   pkexec: { values: ["--user"] },
   // util-linux runuser: `-u USER [--] COMMAND…`, or su's way with its options first (`runuser -c LINE USER`)
-  runuser: {
-    values: ["-u", "--user", "-g", "-G", "-s", "-w", "--group", "--supp-group", "--shell", "--whitelist-environment"],
-    lines: ["-c", "--command", "--session-command"]
-  },
+  runuser: { values: ["-u", "--user", ...suValues], lines: suLines },
   // sg GROUP -c LINE, or sg GROUP COMMAND… (its words joined and run by sh)
   sg: { lines: ["-c"], operands: 1, joins: true },
   "systemd-run": {
@@ -150,11 +151,7 @@ const runners: Readonly<Record<string, Runner>> = {
   ltrace: { values: "aADeFlnopsuwx".split("").map((c) => `-${c}`) },
   // valgrind's own options are all --name=value
   valgrind: {},
-  su: {
-    values: ["-g", "-G", "-s", "-w", "--group", "--supp-group", "--shell", "--whitelist-environment"],
-    lines: ["-c", "--command", "--session-command"],
-    su: true
-  },
+  su: { values: suValues, lines: suLines, su: true },
   env: { values: ["-a", "-C", "-u", "--argv0", "--chdir", "--unset"], lines: ["-S", "--split-string"] },
   command: { queries: ["-v", "-V"] },
   builtin: {},
