@@ -346,6 +346,7 @@ describe("commands spelt so that the text hides them", () => {
         "sg wheel -c 'rm x'",
         "sg wheel rm x",
         "systemd-run --user -p MemoryMax=1G --unit tidy rm x",
+        "systemd-run --on-clock-change rm x",
         "ltrace -o trace.txt rm x",
         "valgrind --tool=memcheck rm x"
       ]

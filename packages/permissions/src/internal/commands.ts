@@ -141,8 +141,6 @@ const runners: Readonly<Record<string, Runner>> = {
       "--on-unit-active",
       "--on-unit-inactive",
       "--on-calendar",
-      "--on-timezone-change",
-      "--on-clock-change",
       "--timer-property",
       "--path-property",
       "--socket-property"
