@@ -145,8 +145,9 @@ export interface Agent {
    * Interrupting `run` aborts its turn (or drops its message if no turn took it yet). A turn
    * takes every message queued when it starts, so `run`s sent together are answered by one
    * turn. `run` returns once the agent has settled after its turn: `idle`, or on to the next
-   * queued message's turn (not waited for). With `output` and a registered tool named `final_answer` (the name the answer
-   * is given through) it fails at once with `InvalidInputError`. Called
+   * queued message's turn (not waited for). With `output` and a registered tool named
+   * `final_answer` (the name the answer is given through) it fails at once with
+   * `InvalidInputError`. Called
    * from inside the agent's own turn (a tool, a listener), which it would wait for, it fails
    * at once with `InvalidInputError`; `send` queues a message from there. The same holds
    * through other agents: a turn that another agent's `run` waits for runs inside that agent

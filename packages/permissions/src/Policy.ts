@@ -48,11 +48,10 @@
  *   - a **deny** or **ask** rule restricts, so it matches when **any** command of the line,
  *     those inside substitutions included, matches one of its patterns, looking past leading
  *     assignments, reserved words (`if`, `then`, `do`, `!`, `{`, …) and the programs that run
- *     a command they are given: `sudo`, `doas`, `pkexec`, `su`, `runuser`, `sg`, `env`, `command`, `builtin`, `exec`,
- *     `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`, `ionice`, `chrt`, `taskset`,
- *     `flock`, `unshare`, `nsenter`, `chroot`, `prlimit`, `numactl`, `strace`, `ltrace`,
- *     `valgrind`, `systemd-run`, `watch`,
- *     `script`, `ssh` (after its host), `parallel`, `fakeroot`, `eatmydata`, `busybox` and
+ *     a command they are given: `sudo`, `doas`, `pkexec`, `su`, `runuser`, `sg`, `env`,
+ *     `command`, `builtin`, `exec`, `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`,
+ *     `ionice`, `chrt`, `taskset`, `flock`, `unshare`, `nsenter`, `chroot`, `prlimit`,
+ *     `numactl`, `strace`, `ltrace`, `valgrind`, `systemd-run`, `watch`, `script`, `ssh` (after its host), `parallel`, `fakeroot`, `eatmydata`, `busybox` and
  *     `xargs`, by name or path (`/usr/bin/env`), with their options as getopt reads them
  *     (clustered, long, abbreviated, `--opt value` and `--opt=value`) and the values and
  *     operands before the command (`nice -n 19`, `sudo --user root`, `timeout -s KILL 5`,
@@ -104,9 +103,9 @@
  *   subcommand of a program outside the table (`cargo +nightly publish`); inline code of
  *   interpreters outside the list (`Rscript -e`, `deno eval`, `bun -e`, `osascript -e`,
  *   `pwsh -c`); the commands other programs run through a subcommand or a session of their
- *   own (`git submodule foreach`, `npm exec`, `at`, `tmux new`, `screen -dm`); and a value of the inherited
- *   environment evaluated as arithmetic (`echo ${a[x]}`, `$((x))`, `[[ $x -eq 1 ]]` run the
- *   command substitution in an array subscript `x` holds; only `$((…))` keeps an allow rule
+ *   own (`git submodule foreach`, `npm exec`, `at`, `tmux new`, `screen -dm`); and a value of
+ *   the inherited environment evaluated as arithmetic (`echo ${a[x]}`, `$((x))`,
+ *   `[[ $x -eq 1 ]]` run the command substitution in an array subscript `x` holds; only `$((…))` keeps an allow rule
  *   away, as a substitution). They keep a model to the commands you expect; a sandbox is what
  *   contains a command.
  * - `path`: for tools with a `path` string argument (`read`, `write`, `edit`, `list`, `glob`,

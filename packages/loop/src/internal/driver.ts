@@ -35,7 +35,8 @@ export const driver = Effect.fnUntraced(function*(env: Env, state: AgentState): 
       tellSettled(state)
       yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
     }
-    if (state.disposing) return tellSettled(state)
+    // (a disposal ends the driver: its ensuring tells the last turn's callers)
+    if (state.disposing) return
     yield* setStatus(env, state, "idle")
     if (!hasWork(state)) becomeIdle(state)
     tellSettled(state)
