@@ -51,11 +51,12 @@
  *     a command they are given: `sudo`, `doas`, `pkexec`, `su`, `runuser`, `sg`, `env`,
  *     `command`, `builtin`, `exec`, `nohup`, `nice`, `time`, `timeout`, `setsid`, `stdbuf`,
  *     `ionice`, `chrt`, `taskset`, `flock`, `unshare`, `nsenter`, `chroot`, `prlimit`,
- *     `numactl`, `strace`, `ltrace`, `valgrind`, `systemd-run`, `watch`, `script`, `ssh` (after its host), `parallel`, `fakeroot`, `eatmydata`, `busybox` and
- *     `xargs`, by name or path (`/usr/bin/env`), with their options as getopt reads them
- *     (clustered, long, abbreviated, `--opt value` and `--opt=value`) and the values and
- *     operands before the command (`nice -n 19`, `sudo --user root`, `timeout -s KILL 5`,
- *     `ssh -p 2222 host`); such a program is a command too (`"sudo"` denies `sudo rm x`).
+ *     `numactl`, `strace`, `ltrace`, `valgrind`, `systemd-run`, `watch`, `script`, `ssh`
+ *     (after its host), `parallel`, `fakeroot`, `eatmydata`, `busybox` and `xargs`, by name
+ *     or path (`/usr/bin/env`), with their options as getopt reads them (clustered, long,
+ *     abbreviated, `--opt value` and `--opt=value`) and the values and operands before the
+ *     command (`nice -n 19`, `sudo --user root`, `timeout -s KILL 5`, `ssh -p 2222 host`);
+ *     such a program is a command too (`"sudo"` denies `sudo rm x`).
  *     A pattern's words after the first also match past the options a program reads before
  *     its subcommand, for `git` (its global options: `-C`, `-c`, `--git-dir`, `--work-tree`,
  *     `--namespace`, `--config-env`, … with their values, `--no-pager`, `-p`, `--bare`, …),
@@ -105,9 +106,9 @@
  *   `pwsh -c`); the commands other programs run through a subcommand or a session of their
  *   own (`git submodule foreach`, `npm exec`, `at`, `tmux new`, `screen -dm`); and a value of
  *   the inherited environment evaluated as arithmetic (`echo ${a[x]}`, `$((x))`,
- *   `[[ $x -eq 1 ]]` run the command substitution in an array subscript `x` holds; only `$((…))` keeps an allow rule
- *   away, as a substitution). They keep a model to the commands you expect; a sandbox is what
- *   contains a command.
+ *   `[[ $x -eq 1 ]]` run the command substitution in an array subscript `x` holds; only
+ *   `$((…))` keeps an allow rule away, as a substitution). They keep a model to the commands
+ *   you expect; a sandbox is what contains a command.
  * - `path`: for tools with a `path` string argument (`read`, `write`, `edit`, `list`, `glob`,
  *   `search`). A glob: `*` is any run of characters within a path segment (dotfiles
  *   included), `?` one character, `**` as a whole segment any number of segments (none
