@@ -142,6 +142,20 @@ describe("Translate", () => {
     ])
   })
 
+  it("takes a new index as another call even when its id repeats an earlier call's", () => {
+    const { failure, out } = translate([
+      delta({ tool_calls: [{ index: 0, id: "dup", function: { name: "f", arguments: "{\"x\":1}" } }] }),
+      delta({ tool_calls: [{ index: 1, id: "dup", function: { name: "g", arguments: "{\"y\"" } }] }),
+      delta({ tool_calls: [{ index: 1, function: { arguments: ":2}" } }] }),
+      finish("tool_calls")
+    ])
+    expect(failure).toBeUndefined()
+    expect(calls(out)).toStrictEqual([
+      { type: "tool-call", id: "dup", name: "f", arguments: "{\"x\":1}" },
+      { type: "tool-call", id: "dup", name: "g", arguments: "{\"y\":2}" }
+    ])
+  })
+
   it("places fragments without an index: a new id starts a call, anything else continues the latest", () => {
     const single = translate([
       delta({ tool_calls: [{ function: { name: "now", arguments: "{" } }] }), // the id comes late

@@ -8,10 +8,11 @@
  *   closes the open one and starts the next block. Empty strings (the first chunk's
  *   `content: ""`) add nothing.
  * - Tool calls are keyed by their wire `index`; several may be open at once, interleaved. A
- *   call's block starts when its index first appears. Where servers get the index wrong, the
- *   id decides: a different id at an index whose call has one starts another call (servers
- *   that give every call index 0), and a fragment without an index continues the call its id
- *   names, else the latest call. A call's id is the first one a fragment carries (repeats
+ *   call's block starts when its index first appears, even with an id an earlier call has
+ *   (two calls, not one: the loop gives the repeat a fresh id). Where servers get the index
+ *   wrong, the id decides: a different id at an index whose call has one starts another call
+ *   (servers that give every call index 0), and a fragment without an index continues the
+ *   call its id names, else the latest call. A call's id is the first one a fragment carries (repeats
  *   change nothing); its name is joined from the pieces its fragments carry
  *   ({@link joinName}), like its arguments. The call is announced by one `tool-call-delta`
  *   carrying id, the whole name and every argument fragment so far, as soon as it has an id,
@@ -297,7 +298,9 @@ export const make = (options: Options = {}): Translator => {
     }
     const current = byIndex.get(index)
     if (current !== undefined && (id === undefined || current.id === undefined || current.id === id)) return current
-    const call = named ?? startCall(`tool call ${index}`, out)
+    // a new index is a new call even when its id repeats one already seen: the calls are two
+    // (the loop gives the repeat a fresh id), where merging them would join their arguments
+    const call = current === undefined ? startCall(`tool call ${index}`, out) : named ?? startCall(`tool call ${index}`, out)
     // an index keeps pointing at its latest new call: id-less fragments continue that one
     if (current === undefined || named === undefined) byIndex.set(index, call)
     return call
