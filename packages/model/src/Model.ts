@@ -96,9 +96,14 @@ export class Model extends Context.Service<Model, {
         request: ModelRequest.ModelRequest,
         f: (chunks: ReadonlyArray<StreamChunk.StreamChunk>) => Effect.Effect<void, E, R>
       ): Effect.Effect<void, ModelError | E, R> =>
-        Stream.runForEachArray(chain.apply(request, terminal), f).pipe(
-          Effect.withSpan("Model.stream", { attributes: { "dsh.model": request.model } }, { captureStackTrace: false })
-        )
+        // With no middleware the adapter's stream is run as it is: wrapping it for the chain
+        // (`Stream.unwrap`, `Stream.suspend`) costs a dozen Effect operations per request. A
+        // throwing `adapter.stream` is a defect either way.
+        (chain.current().length === 0
+          ? Effect.flatMap(registry.resolve(request.model), (adapter) => Stream.runForEachArray(adapter.stream(request), f))
+          : Stream.runForEachArray(chain.apply(request, terminal), f)).pipe(
+            Effect.withSpan("Model.stream", { attributes: { "dsh.model": request.model } }, { captureStackTrace: false })
+          )
 
       const generate = (request: ModelRequest.ModelRequest) =>
         Assembler.collect(stream(request)).pipe(
