@@ -119,6 +119,12 @@ const shapeProblem = (section: unknown): string | undefined => {
   return typeof name === "string" ? undefined : `its name is ${HarnessError.describe(name)}, not a string`
 }
 
+// A well-formed section whose content is text: it renders as itself.
+const isPlainText = (section: Section): boolean => shapeProblem(section) === undefined && typeof section.content === "string"
+const plainText = (section: Section): RenderedSection => ({ name: section.name, text: section.content as string })
+
+type RenderedSection = Assembly["sections"][number]
+
 // A section's place: its order when that is a number, else 0 (a malformed one fails at assembly).
 const orderOf = (section: unknown): number | undefined => {
   const order: unknown = typeof section === "object" && section !== null ? (section as { order?: unknown }).order : undefined
@@ -185,17 +191,22 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
       )
     }
 
+    const join = (input: AssemblyInput, rendered: ReadonlyArray<RenderedSection>): Assembly => {
+      const parts = input.agentPrompt === undefined ? rendered : [...rendered, { name: "agent", text: input.agentPrompt }]
+      const kept = parts.filter((p) => p.text.trim() !== "")
+      return { system: kept.map((p) => p.text).join("\n\n"), sections: kept, tools: input.tools }
+    }
+
+    // Sections of plain text (the usual case) are joined at once, without an Effect per section.
     const base = (input: AssemblyInput): AssemblyEffect =>
       Effect.suspend(() => {
-        return Effect.forEach(sections.current(), (section) =>
-          Effect.map(render(section), (text) => ({ name: section.name, text })))
-      }).pipe(
-        Effect.map((rendered) => {
-          const parts = input.agentPrompt === undefined ? rendered : [...rendered, { name: "agent", text: input.agentPrompt }]
-          const kept = parts.filter((p) => p.text.trim() !== "")
-          return { system: kept.map((p) => p.text).join("\n\n"), sections: kept, tools: input.tools }
-        })
-      )
+        const current = sections.current()
+        if (current.every(isPlainText)) return Effect.succeed(join(input, current.map(plainText)))
+        return Effect.map(
+          Effect.forEach(current, (section) => Effect.map(render(section), (text) => ({ name: section.name, text }))),
+          (rendered) => join(input, rendered)
+        )
+      })
 
     return SystemPrompt.of({
       addSection: (section) => sections.add(section, orderOf(section)),
