@@ -73,12 +73,16 @@ export const untilDeadline = <A, E>(
   late?: (exit: Exit.Exit<A, E>) => Effect.Effect<void>
 ): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) =>
-      restore(awaitFiber(fiber, deadline)).pipe(
+    Effect.flatMap(Effect.forkDetach(effect, { startImmediately: true }), (fiber) => {
+      // started at once, work that needs no waiting (the usual flush, listeners) is done already
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return Effect.succeed(Option.some(done))
+      return restore(awaitFiber(fiber, deadline)).pipe(
         Effect.tap((exit) => (Option.isNone(exit) ? giveUp(fiber, late) : Effect.void)),
         // if the waiter itself is interrupted, the work must not outlive it unnoticed
         Effect.onInterrupt(() => Effect.sync(() => fiber.interruptUnsafe()))
-      ))
+      )
+    })
   )
 
 const giveUp = <A, E>(fiber: Fiber.Fiber<A, E>, late?: (exit: Exit.Exit<A, E>) => Effect.Effect<void>): Effect.Effect<void> => {

@@ -47,12 +47,14 @@ export const logInTurn = <T extends SessionEvent.CoreType>(
   logged?: (event: SessionEvent.CoreEvent<T>) => void
 ): Effect.Effect<void, HarnessError.HarnessError> => {
   const open = () => !turn.closed
+  // `logged` runs in the append's own synchronous step: nothing can come between them
   const append = logged === undefined
     ? env.session.appendIf(open, type, data)
-    : Effect.uninterruptible(Effect.map(env.session.appendIf(open, type, data), (event) => {
+    : env.session.appendBurst((appendIf) => {
+      const event = appendIf(open, type, data)
       if (event !== undefined) logged(event)
       return event
-    }))
+    })
   return Effect.flatMap(append, (event) =>
     event === undefined
       ? dropLate(env, turn, type)

@@ -106,6 +106,23 @@ export const typedError = (code: HarnessError.HarnessError["code"], message: str
 }
 
 /**
+ * A seam's output: through its middleware chain, checked (see {@link seamOutput}); with no
+ * middleware registered, the default's own value at once — nothing to check, and the few
+ * Effects the chain would build for it are a step's most frequent overhead.
+ */
+export const throughSeam = <In, A, E>(
+  seam: string,
+  chain: Middleware.Chain<In, Effect.Effect<A, E>>,
+  input: In,
+  fallback: (input: In) => A,
+  expected: string,
+  is: (value: unknown) => boolean
+): Effect.Effect<A, E | Middleware.MiddlewareError> =>
+  chain.current().length === 0
+    ? Effect.succeed(fallback(input))
+    : Effect.flatMap(chain.apply(input, (input) => Effect.succeed(fallback(input))), seamOutput<A>(seam, chain, expected, is))
+
+/**
  * What a seam's middleware chain gave back, checked for the shape the loop reads: a value of
  * another shape (past the types) fails the step with `MIDDLEWARE` naming the seam's
  * middleware, instead of a defect somewhere further on that names nobody.

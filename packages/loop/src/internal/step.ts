@@ -11,6 +11,7 @@
 import type { Hooks } from "@dsh/agent"
 import { Assembler, type FinishReason, type HarnessError, Message, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { SessionEvent } from "@dsh/session"
+import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
@@ -18,7 +19,7 @@ import * as Schema from "effect/Schema"
 import { uniqueCallIds } from "./calls.ts"
 import { reported } from "./compaction.ts"
 import { dropLate, listening, logInTurn } from "./events.ts"
-import { describeCause, modelCode, seamOutput, typedError } from "./failure.ts"
+import { describeCause, modelCode, seamOutput, throughSeam, typedError } from "./failure.ts"
 import type { AgentState, Env, Step, Turn } from "./state.ts"
 import { dispatchTools } from "./tools.ts"
 
@@ -57,8 +58,10 @@ export const runStep = (
   step: Step
 ): Effect.Effect<StepResult, HarnessError.HarnessError | StepFailure> =>
   stepWork(env, state, turn, step).pipe(
-    Effect.tapCause((cause) => Effect.annotateCurrentSpan("dsh.error_code", describeCause(cause).code)),
-    Effect.onInterrupt(() => Effect.annotateCurrentSpan("dsh.error_code", "ABORTED")),
+    // one exit hook for both: an interruption (an abort) is ABORTED, whatever else failed with it
+    Effect.onError((cause) =>
+      Effect.annotateCurrentSpan("dsh.error_code", Cause.hasInterrupts(cause) ? "ABORTED" : describeCause(cause).code)
+    ),
     // the call site would always be this line: not worth an Error per step
     Effect.withSpan("Agent.step", { attributes: { "dsh.step": step.number } }, { captureStackTrace: false }),
     // every span inside the step (model call, prompt assembly, tool calls) says whose it is
@@ -82,12 +85,15 @@ const stepWork = Effect.fnUntraced(function*(
   yield* logRequest(env, state, turn, step, request)
   const assembled = yield* streamAnswer(env, state, turn, step, request)
   const finishReason = yield* answered(env, assembled)
-  const result = yield* env.hooks.stepResult.apply(
+  const result = yield* throughSeam(
+    "step-result",
+    env.hooks.stepResult,
     { message: assembled.message, finishReason, usage: assembled.usage, context },
-    (input) => Effect.succeed(input.message)
-  ).pipe(Effect.flatMap(seamOutput("step-result", env.hooks.stepResult, "an assistant message", (value) =>
+    (input) => input.message,
+    "an assistant message",
     // the assembler's own message needs no check: only a middleware's replacement does
-    value === assembled.message || isAssistantMessage(value))))
+    (value) => value === assembled.message || isAssistantMessage(value)
+  )
   const { calls, message, rewrites } = uniqueCallIds(result)
   yield* logInTurn(env, state, turn, "assistant/message", {
     turn: turn.number,
@@ -143,9 +149,7 @@ const buildRequest = Effect.fnUntraced(function*(
     ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
     ...(options.providerOptions === undefined ? {} : { providerOptions: options.providerOptions })
   }
-  return yield* env.hooks.request.apply({ request: base, context }, (input) => Effect.succeed(input.request)).pipe(
-    Effect.flatMap(seamOutput("request", env.hooks.request, "a model request", isRequest))
-  )
+  return yield* throughSeam("request", env.hooks.request, { request: base, context }, (input) => input.request, "a model request", isRequest)
 })
 
 /**

@@ -24,6 +24,8 @@ export const dispatchTools = Effect.fnUntraced(function*(
   step: Step,
   calls: ReadonlyArray<Content.ToolCallBlock>
 ): Effect.fn.Return<void, HarnessError.HarnessError> {
+  // a lone call is its own batch: no lookup of whether it may run beside others
+  if (calls.length === 1) return yield* runBatch(env, state, turn, step, calls)
   let from = 0
   while (from < calls.length) {
     const batch = yield* nextBatch(env, calls, from)
@@ -79,7 +81,9 @@ const runBatch = Effect.fnUntraced(function*(
       arguments: call.arguments
     })
   }
-  yield* Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
+  yield* batch.length === 1
+    ? execute(env, turn, step, batch[0]!)
+    : Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
   for (const call of batch) {
     yield* logInTurn(env, state, turn, "tool/result", Closing.resultData(turn.number, step.number, call.id, step.results.get(call.id)!))
   }

@@ -25,7 +25,7 @@ import * as Predicate from "effect/Predicate"
 import { awaitFiber, graceFromNow, type Signal, untilDeadline } from "./bounded.ts"
 import { compact, compactIfNeeded, isOverflow, type Log } from "./compaction.ts"
 import { appendAnnounced, logInTurn, notify } from "./events.ts"
-import { describeCause, seamOutput } from "./failure.ts"
+import { describeCause, throughSeam } from "./failure.ts"
 import * as Output from "./output.ts"
 import { type AgentState, type Env, InsideAgents, type Outcome, type Pending, type Run, type Step, type Turn, type TurnReport } from "./state.ts"
 import { runStep, type StepFailure, type StepResult } from "./step.ts"
@@ -153,15 +153,19 @@ const turnBody = Effect.fnUntraced(function*(env: Env, state: AgentState, turn: 
     if (answer === "answered") return completed
     // the answer is still due: the turn goes on whatever the continuation would say
     if (answer === "asked-again") continue
-    const proceed = yield* env.hooks.continuation.apply(
+    const proceed = yield* throughSeam(
+      "continuation",
+      env.hooks.continuation,
       {
         message: result.message,
         hadToolCalls: result.hadToolCalls,
         steered,
         context: { agentId: env.agentId, sessionId: env.session.id, turn: turn.number, step: number }
       },
-      (input) => Effect.succeed(input.hadToolCalls || input.steered)
-    ).pipe(Effect.flatMap(seamOutput("continuation", env.hooks.continuation, "true or false", Predicate.isBoolean)))
+      (input) => input.hadToolCalls || input.steered,
+      "true or false",
+      Predicate.isBoolean
+    )
     // steering queued by step-end or continuation listeners forces another step, but the last
     if (!proceed && (last || state.steering.length === 0)) return completed
   }
