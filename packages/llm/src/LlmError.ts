@@ -171,20 +171,38 @@ export const overflowCounts = (message: string): { readonly limit?: number; read
 }
 
 /**
- * A text with every occurrence of an API key that stands on its own replaced by
- * `[redacted]`: not inside a longer word, so that a placeholder key (`EMPTY`, `k`) does not
- * mangle the words of a message. For adapters, whose messages are built from a provider's words
- * and network errors, neither of which should hold the key.
+ * A text with the API key replaced by `[redacted]` wherever it is written, as it is or
+ * URL-encoded: a key of {@link keyLengthScrubbedAnywhere} characters or more inside words too
+ * (`Bearer%20<key>`, `<key>-expired`, an escape before it in quoted JSON); a shorter key only
+ * where it stands on its own, so that a placeholder key (`EMPTY`, `k`) does not mangle the
+ * words of a message. For adapters, whose messages are built from a provider's words and
+ * network errors, neither of which should hold the key.
  *
  * @since 0.1.0
  * @category utils
  */
 export const scrubKey = (text: string, key: string): string => {
   if (key.length === 0) return text
+  const encoded = encodeURIComponent(key)
+  const scrubbed = scrubOne(text, key)
+  return encoded === key ? scrubbed : scrubOne(scrubbed, encoded)
+}
+
+/**
+ * The length from which {@link scrubKey} replaces a key inside words too: real keys are
+ * longer (`sk-` and 32 characters or more); placeholders for local servers are shorter.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const keyLengthScrubbedAnywhere = 12
+
+const scrubOne = (text: string, key: string): string => {
+  const anywhere = key.length >= keyLengthScrubbedAnywhere
   let scrubbed = ""
   let from = 0
-  for (let at = text.indexOf(key); at !== -1; at = text.indexOf(key, at + 1)) {
-    if (at < from || partOfWord(text, at - 1) || partOfWord(text, at + key.length)) continue
+  for (let at = text.indexOf(key, from); at !== -1; at = text.indexOf(key, anywhere ? from : at + 1)) {
+    if (at < from || (!anywhere && (partOfWord(text, at - 1) || partOfWord(text, at + key.length)))) continue
     scrubbed += `${text.slice(from, at)}[redacted]`
     from = at + key.length
   }

@@ -276,3 +276,23 @@ describe("ErrorCode.isErrorCode", () => {
     expect(ErrorCode.isErrorCode(3)).toBe(false)
   })
 })
+
+describe("LlmError.scrubKey", () => {
+  const key = "sk-proj-abcdEFGH1234567890"
+
+  it("replaces a real key wherever it is written, inside words and URL-encoded too", () => {
+    expect(LlmError.scrubKey(`authorization=Bearer%20${key}`, key)).toBe("authorization=Bearer%20[redacted]")
+    expect(LlmError.scrubKey(`"bad line \\n${key}"`, key)).toBe(`"bad line \\n[redacted]"`)
+    expect(LlmError.scrubKey(`${key}-expired, ${key}_revoked, x${key}${key}`, key))
+      .toBe("[redacted]-expired, [redacted]_revoked, x[redacted][redacted]")
+    const special = "sk+live/0123456789=="
+    expect(LlmError.scrubKey(`key=${encodeURIComponent(special)}&k2=${special}`, special)).toBe("key=[redacted]&k2=[redacted]")
+  })
+
+  it("replaces a short placeholder key only where it stands on its own", () => {
+    expect(LlmError.scrubKey("maximum context length is 163840 tokens; the key k was refused", "k"))
+      .toBe("maximum context length is 163840 tokens; the key [redacted] was refused")
+    expect(LlmError.scrubKey("EMPTYING the key EMPTY", "EMPTY")).toBe("EMPTYING the key [redacted]")
+    expect(LlmError.scrubKey("nothing to hide", "")).toBe("nothing to hide")
+  })
+})
