@@ -133,6 +133,8 @@ export const hostileTools = [
   `{"name":"no-input"}`,
   `{"inputSchema":{"type":"object"}}`,
   `{"name":" ","inputSchema":{"type":"object"}}`,
+  // an output schema the revision's list schema refuses (it must be an object schema)
+  `{"name":"odd-output","inputSchema":{"type":"object"},"outputSchema":{}}`,
   // what a call answers, by name (see `hostileCall`)
   `{"name":"garbage","inputSchema":{"type":"object"}}`,
   `{"name":"rpc-error","inputSchema":{"type":"object"}}`,

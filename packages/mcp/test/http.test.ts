@@ -189,6 +189,7 @@ describe("a hostile MCP server", () => {
           { mcpName: "(tool #12, unnamed)", reason: `its entry in the server's tool list is invalid: Missing key at ["name"]` },
           // an empty name is no name
           { mcpName: "(tool #13, unnamed)", reason: "its entry in the server's tool list is invalid: its name is empty" },
+          { mcpName: "odd-output", reason: `its entry in the server's tool list is invalid: Missing key at ["outputSchema"]["type"]` },
           { mcpName: "deep", reason: "its input schema nests deeper than 64 levels" },
           { mcpName: "deep-array", reason: "its input schema nests deeper than 64 levels" },
           { mcpName: "huge", reason: "its input schema is 200071 bytes of JSON, more than the limit of 65536" },
@@ -200,6 +201,7 @@ describe("a hostile MCP server", () => {
           `dsh: MCP server "evil": the tool "no-input" is not registered: its entry in the server's tool list is invalid: Missing key at ["inputSchema"]`,
           `dsh: MCP server "evil": the tool "(tool #12, unnamed)" is not registered: its entry in the server's tool list is invalid: Missing key at ["name"]`,
           `dsh: MCP server "evil": the tool "(tool #13, unnamed)" is not registered: its entry in the server's tool list is invalid: its name is empty`,
+          `dsh: MCP server "evil": the tool "odd-output" is not registered: its entry in the server's tool list is invalid: Missing key at ["outputSchema"]["type"]`,
           'dsh: MCP server "evil": the tool "deep" is not registered: its input schema nests deeper than 64 levels',
           'dsh: MCP server "evil": the tool "deep-array" is not registered: its input schema nests deeper than 64 levels',
           'dsh: MCP server "evil": the tool "huge" is not registered: its input schema is 200071 bytes of JSON, more than the limit of 65536',

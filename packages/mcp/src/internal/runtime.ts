@@ -387,6 +387,19 @@ const noteHandshake = (response: McpSchema.JsonRpcResponse, handshake: Handshake
 
 const decodeTool = Schema.decodeUnknownResult(McpSchema.Tool)
 
+// The client decodes the whole list with the revision's own schema, which is stricter than
+// `McpSchema.Tool` (an `outputSchema` must be an object schema): an entry it would refuse is
+// screened out here, or it would fail the whole list and take the server's other tools with it.
+const listRpc = protocol.clientRpcs.requests.get("tools/list") as { readonly successSchema: Schema.Codec<unknown> } | undefined
+const decodeListed = listRpc === undefined ? undefined : Schema.decodeUnknownResult(listRpc.successSchema)
+
+/** Why the revision's list schema refuses one entry, or `undefined` when it takes it. */
+const listedProblem = (tool: unknown): string | undefined => {
+  if (decodeListed === undefined) return undefined
+  const decoded = decodeListed({ tools: [tool] })
+  return Result.isSuccess(decoded) ? undefined : decoded.failure.message.replaceAll(`["tools"][0]`, "")
+}
+
 const screenToolList = (response: McpSchema.JsonRpcResponse, screened: Array<RefusedTool>): McpSchema.JsonRpcResponse => {
   if ("error" in response || !Predicate.isObject(response.result)) return response
   const tools: unknown = response.result["tools"]
@@ -396,11 +409,13 @@ const screenToolList = (response: McpSchema.JsonRpcResponse, screened: Array<Ref
     const decoded = decodeTool(tool)
     // an empty name is no name: a model could not call it, and sanitized it would be only `_`s
     const empty = Result.isSuccess(decoded) && decoded.success.name.trim() === ""
-    if (Result.isSuccess(decoded) && !empty) return kept.push(tool)
+    const unlisted = Result.isSuccess(decoded) && !empty ? listedProblem(tool) : undefined
+    if (Result.isSuccess(decoded) && !empty && unlisted === undefined) return kept.push(tool)
     const name = Predicate.isObject(tool) && typeof tool["name"] === "string" && tool["name"].trim() !== ""
       ? tool["name"]
       : `(tool #${index + 1}, unnamed)`
-    const problem = Result.isSuccess(decoded) ? "its name is empty" : decoded.failure.message.replace(/\s*\n\s*/g, " ")
+    const problem = (Result.isSuccess(decoded) ? (empty ? "its name is empty" : unlisted!) : decoded.failure.message)
+      .replace(/\s*\n\s*/g, " ")
     screened.push({ mcpName: name, reason: `its entry in the server's tool list is invalid: ${problem}` })
   })
   return kept.length === tools.length
