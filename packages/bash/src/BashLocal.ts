@@ -52,7 +52,7 @@ import { chunksOf, commandFailed, exitStatusOf, refused, type Settings, spawn } 
 /**
  * The local backend's settings. Every one has a default. Settings that cannot be used (a
  * timeout or grace that is no duration, a zero timeout, an empty shell, an environment
- * variable name holding `=`) fail the backend's construction with `CommandFailedError`
+ * variable name holding `=`, a key that is no setting, such as a misspelt `timout`) fail the backend's construction with `CommandFailedError`
  * (`COMMAND_FAILED`) naming each.
  *
  * @since 0.1.0

@@ -137,12 +137,16 @@ describe("Bash.run", () => {
         timeout: -1,
         killGrace: "a while",
         drainGrace: Number.NaN,
-        jobEvents: { interval: 0 }
+        jobEvents: { interval: 0, maxChar: 10 },
+        timout: "1 second"
       } as unknown as BashLocal.Options
       const error = yield* Effect.flip(Layer.build(BashLocal.layerWith(options)))
       expect(error).toMatchObject({ _tag: "CommandFailedError", code: "COMMAND_FAILED" })
       expect(error.message).toBe(
         "The bash backend's settings are invalid: " + [
+          `the settings hold "timout", which is no setting (known: shell, cwd, env, timeout, maxTimeout, killGrace, drainGrace, ` +
+          "outputLimit, spillDirectory, jobEvents)",
+          `jobEvents holds "maxChar", which is no setting (known: interval, maxChars, budget)`,
           `shell must be the name or path of a shell, got ""`,
           `the environment variable name "A=B" is not valid (a name is not empty and holds no "=")`,
           "timeout must be longer than zero, got -1ms",

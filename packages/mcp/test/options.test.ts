@@ -48,6 +48,16 @@ describe("Mcp.layer's options", () => {
       expect(yield* failure({ servers: {}, limits: { maxSchemaDepth: Number.NaN } })).toStrictEqual(
         refused("MCP servers cannot be started: the option limits.maxSchemaDepth must be a whole number above zero, got NaN")
       )
+      // a misspelt option is refused, not dropped
+      expect(yield* failure({ servers: {}, connectTimout: "1 second" })).toStrictEqual(
+        refused(`MCP servers cannot be started: the options object has an option "connectTimout" it does not know (known: servers, connectTimeout, limits)`)
+      )
+      expect(yield* failure({ servers: {}, limits: { maxDepth: 3 } })).toStrictEqual(
+        refused(
+          `MCP servers cannot be started: the option limits has an option "maxDepth" it does not know ` +
+            "(known: maxSchemaDepth, maxSchemaBytes, maxDescriptionLength, maxResultLength)"
+        )
+      )
     }))
 
   it.live("a server's options that cannot work name the server and the option", () =>
@@ -76,6 +86,15 @@ describe("Mcp.layer's options", () => {
       )
       expect(yield* failure({ servers: { cli: { command: node, inheritEnv: "PATH" } } })).toStrictEqual(
         refused('MCP server "cli" cannot be started: its inheritEnv must be true, false or an array of variable names, got "PATH"')
+      )
+      expect(yield* failure({ servers: { cli: { command: node, arg: ["server.js"] } } })).toStrictEqual(
+        refused(
+          `MCP server "cli" cannot be started: its configuration has an option "arg" it does not know ` +
+            "(known: command, args, env, inheritEnv, cwd, timeout, connectTimeout)"
+        )
+      )
+      expect(yield* failure({ servers: { web: { url: nowhere, header: { authorization: "t" } } } })).toStrictEqual(
+        refused(`MCP server "web" cannot be started: its configuration has an option "header" it does not know (known: url, headers, timeout, connectTimeout)`)
       )
       expect(yield* failure({ servers: { web: { url: nowhere, headers: { "x token": "t" } } } })).toStrictEqual(
         refused('MCP server "web" cannot be started: its header name "x token" cannot be sent: it must be an HTTP token')
