@@ -7,7 +7,7 @@ import { Bash, BashLocal } from "@dsh/bash"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { copyTo, grandchild, isGone, reporter, reportTo, tempDir } from "./helpers.ts"
 
@@ -254,6 +254,8 @@ describe("Bash.run", () => {
       expect(file).toBeDefined()
       expect(readdirSync(dir)).toStrictEqual([file!.slice(dir.length + 1)])
       expect(readFileSync(file!, "utf8")).toBe(full)
+      // the output may hold secrets: its owner's only
+      expect(statSync(file!).mode & 0o777).toBe(0o600)
       expect(text.startsWith("1\n2\n3\n")).toBe(true)
       expect(text.endsWith("19999\n20000\n")).toBe(true)
       const marker = `[… ${cutChars.toLocaleString("en-US")} of ${chars.toLocaleString("en-US")} characters cut here; ` +

@@ -154,7 +154,8 @@ const failSpill = (spill: Spill, error: unknown): Effect.Effect<void> =>
 const openSpill = (spill: Spill, initial: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* spill.fs.makeDirectory(spill.directory, { recursive: true })
-    const file = yield* spill.fs.open(spill.path, { flag: "wx" }).pipe(Scope.provide(spill.scope))
+    // readable by its owner only: a command's output can hold secrets, and the directory is shared
+    const file = yield* spill.fs.open(spill.path, { flag: "wx", mode: 0o600 }).pipe(Scope.provide(spill.scope))
     spill.state = { _tag: "Open", file }
     yield* file.writeAll(encoder.encode(initial))
   }).pipe(Effect.catch((error) => failSpill(spill, error)))
