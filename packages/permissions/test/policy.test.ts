@@ -86,6 +86,21 @@ describe("building a policy", () => {
     )
   })
 
+  it("refuses an argument pattern dsh's tools named by the rule can never be called with", () => {
+    // a deny that could never match would fail open: bash takes no path, read no command
+    expect(problemsOf({ rules: [{ decision: "deny", tool: "bash", path: "secret/**" }] }).problems).toStrictEqual([
+      { rule: 0, field: "path", message: `can never match: "bash" takes no path argument (read, write, edit, list, glob, search do)` }
+    ])
+    expect(problemsOf({ rules: [{ decision: "ask", tool: ["read", "bash_kill"], command: "rm", cwd: "x" }] }).problems).toStrictEqual([
+      { rule: 0, field: "command", message: `can never match: "read", "bash_kill" take no command argument (bash, bash_background do)` },
+      { rule: 0, field: "cwd", message: `can never match: "read", "bash_kill" take no cwd argument (bash, bash_background do)` }
+    ])
+    // one of the tools takes it, a glob or another tool may: the rule stands
+    for (const tool of [["bash", "read"], "b*", "my_tool"]) {
+      expect(Result.isSuccess(Policy.makeResult({ rules: [{ decision: "deny", tool, path: "secret/**" }] }, { root: "/repo" }))).toBe(true)
+    }
+  })
+
   it.effect("make and decode fail with the typed error; the default is ask", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(Policy.decode({ rules: [{ decision: "deny" }] }))

@@ -155,6 +155,40 @@ const pathGlobs = (
     return [pathGlob(root, pattern)]
   })
 
+// The arguments rules can look at, by the dsh tools that take them (`@dsh/bash`, `@dsh/files`).
+const argumentTools = {
+  command: ["bash", "bash_background"],
+  cwd: ["bash", "bash_background"],
+  path: ["read", "write", "edit", "list", "glob", "search"]
+} as const
+const dshTools: ReadonlySet<string> = new Set([
+  ...argumentTools.command,
+  ...argumentTools.path,
+  "bash_output",
+  "bash_wait",
+  "bash_jobs",
+  "bash_kill"
+])
+
+/**
+ * An argument pattern the rule's tools can never be called with: every tool it names is one of
+ * dsh's own, by its name, and none of them takes that argument (a `path` for `bash`), so a
+ * deny or ask rule would silently fail open. Globs and other tools' names may take anything.
+ */
+const argumentsTaken = (rule: RuleData, problems: Array<FieldProblem>): void => {
+  if (rule.tool === undefined) return
+  const names = listOf(rule.tool)
+  if (names.length === 0 || !names.every((name) => dshTools.has(name))) return
+  for (const field of ["command", "path", "cwd"] as const) {
+    if (rule[field] === undefined || names.some((name) => (argumentTools[field] as ReadonlyArray<string>).includes(name))) continue
+    problems.push({
+      field,
+      message: `can never match: ${names.map((name) => `"${name}"`).join(", ")} ${names.length === 1 ? "takes" : "take"} no ${field} argument ` +
+        `(${argumentTools[field].join(", ")} do)`
+    })
+  }
+}
+
 /** Compiles a rule whose shape the Schema has checked; paths are taken from `root`. */
 export const compile = (rule: RuleData, root: string): Result.Result<Compiled, ReadonlyArray<FieldProblem>> => {
   const problems: Array<FieldProblem> = []
@@ -174,6 +208,7 @@ export const compile = (rule: RuleData, root: string): Result.Result<Compiled, R
   }
   const paths = rule.path === undefined ? undefined : pathGlobs("path", root, listOf(rule.path), problems)
   const cwds = rule.cwd === undefined ? undefined : pathGlobs("cwd", root, listOf(rule.cwd), problems)
+  argumentsTaken(rule, problems)
   if (rule.reason !== undefined && rule.reason.trim().length === 0) problems.push({ field: "reason", message: "is empty" })
   return problems.length > 0 ? Result.fail(problems) : Result.succeed({ rule, names, commands, paths, cwds })
 }
