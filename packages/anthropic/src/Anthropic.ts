@@ -589,7 +589,8 @@ export const layerNoDeps = (
 
 /**
  * The adapter's Layer over Node's own `http`/`https` client (keep-alive agents, closed with
- * the Layer). Provide `Model.layer` below it:
+ * the Layer: a connection is reused after a response read to its end, such as an error's body
+ * before a retry; a stream's connection is closed at its terminal event). Provide `Model.layer` below it:
  *
  * @example
  * ```ts
@@ -606,4 +607,7 @@ export const layerNoDeps = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
-  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
+  // keep-alive: a connection whose response was read to its end (an error's body, before a
+  // retry) is reused; a model stream's is closed at its terminal event, which ends the answer
+  // without waiting for the server to end the body
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true })))

@@ -634,7 +634,8 @@ export const layerNoDeps = (
 
 /**
  * The adapter's Layer over Node's own `http`/`https` client (keep-alive agents, closed with
- * the Layer). Provide `Model.layer` below it.
+ * the Layer: a connection is reused after a response read to its end, such as an error's body
+ * before a retry; a stream's connection is closed at its terminal event). Provide `Model.layer` below it.
  *
  * @since 0.1.0
  * @category layers
@@ -642,4 +643,7 @@ export const layerNoDeps = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, OpenAiConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
-  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
+  // keep-alive: a connection whose response was read to its end (an error's body, before a
+  // retry) is reused; a model stream's is closed at its terminal event, which ends the answer
+  // without waiting for the server to end the body
+  layerNoDeps(options).pipe(Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true })))
