@@ -512,7 +512,8 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, AnthropicCon
     const open = (request: HttpClientRequest.HttpClientRequest) =>
       Effect.gen(function*() {
         const response = yield* withIdleTimeout(
-          Effect.mapError(client.execute(request), (error) => transport(`could not reach ${provider} at ${AdapterSettings.shownUrl(endpoint)}: ${describeHttp(error)}`)),
+          // no tracing headers (b3, traceparent): the provider has no use for this process's trace ids
+          Effect.mapError(Effect.provideService(client.execute(request), HttpClient.TracerPropagationEnabled, false), (error) => transport(`could not reach ${provider} at ${AdapterSettings.shownUrl(endpoint)}: ${describeHttp(error)}`)),
           "while waiting for the response headers"
         )
         if (response.status < 200 || response.status > 299) return yield* failed(response)

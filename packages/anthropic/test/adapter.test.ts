@@ -154,6 +154,8 @@ describe("the request", () => {
       expect(sent?.headers["anthropic-beta"]).toBe("interleaved-thinking-2025-05-14,context-1m-2025-08-07")
       expect(sent?.headers["content-type"]).toBe("application/json")
       expect(sent?.headers["accept"]).toBe("text/event-stream")
+      // no tracing headers: this process's trace ids are none of the provider's business
+      expect([sent?.headers["b3"], sent?.headers["traceparent"]]).toStrictEqual([undefined, undefined])
       expect(sent?.headers["authorization"]).toBeUndefined()
       expect(sent?.json).toMatchObject({
         model: "claude-sonnet-5-5",

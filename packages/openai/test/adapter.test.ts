@@ -90,6 +90,8 @@ describe("profiles", () => {
       expect(seen?.headers["authorization"]).toBe("Bearer sk-gateway")
       expect(seen?.headers["x-team"]).toBe("agents")
       expect(seen?.headers["accept"]).toBe("text/event-stream")
+      // no tracing headers: this process's trace ids are none of the provider's business
+      expect([seen?.headers["b3"], seen?.headers["traceparent"]]).toStrictEqual([undefined, undefined])
       expect(seen?.json).toMatchObject({ model: "house-model", max_completion_tokens: 64, stream: true })
       expect(seen?.json).not.toHaveProperty("stream_options")
     }).pipe(Effect.scoped), { timeout: 10_000 })
