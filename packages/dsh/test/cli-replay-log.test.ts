@@ -9,7 +9,7 @@
 import { AgentHooks, Compaction, JsonlSessions, ScriptedModel, type SessionEvent } from "dsh"
 import { Replay as Cassette } from "@dsh/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { mkdtempSync, readFileSync, statSync, truncateSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -259,4 +259,31 @@ describe("dsh replay of agent.compact() asked while a turn ran", () => {
       expect(events[at + 1]).toMatchObject({ type: "turn/start", data: { turn: 4, trigger: "steer" } })
       expect(yield* replayFile(settings, file)).toStrictEqual(identical(events))
     }).pipe(Effect.provide(Platform.layer)))
+})
+
+describe("dsh replay of an abort while a tool ran", () => {
+  it.effect("aborted after its permission was logged, while bash ran: the replay aborts it there too, and replays identically", () =>
+    Effect.gen(function*() {
+      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-abort-tool-"))
+      const settings = yield* Config.load({ sessions: directory, tools: "coding", yes: true }, { HOME: directory })
+      // a command that would outlast the test: only an abort ends it
+      const script = [reply.toolCalls([{ name: "bash", arguments: { command: "sleep 600" } }])]
+      yield* Effect.gen(function*() {
+        const agent = yield* Runtime.agent(settings, { id: "s" })
+        const turn = yield* Effect.forkChild(Effect.exit(agent.run("wait")))
+        // the permission is logged by the tool's middleware, which no listener hears: waited for on the log
+        yield* agent.session.stream.pipe(Stream.filter((event) => event.type === "permission:decision"), Stream.runHead)
+        yield* agent.abort("stop")
+        yield* Fiber.join(turn)
+      }).pipe(Effect.scoped, Effect.provide(scripted(settings, script)))
+      const file = join(directory, "s.jsonl")
+      const events = yield* eventsOf(file)
+      expect(events.filter((event) => event.type !== "assistant/chunk").map((event) => event.type)).toStrictEqual([
+        "agent/status", "agent/status", "turn/start", "user/message", "step/start", "model/request", "assistant/message",
+        "tool/call", "permission:decision", "tool/result", "step/end", "turn/end", "agent/status", "agent/status"
+      ])
+      expect(events.find((event) => event.type === "tool/result")).toMatchObject({ data: { error: { code: "ABORTED" } } })
+      // before, the replay let the command run (here: for ten minutes) and then differed at its result
+      expect(yield* replayFile(settings, file)).toStrictEqual(identical(events))
+    }).pipe(Effect.provide(Platform.layer)), { timeout: 30_000 })
 })

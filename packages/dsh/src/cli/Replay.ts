@@ -15,6 +15,8 @@
  * Every action is tied to the event
  * after which the recording shows it happened, and a listener on the agent runs it when the
  * replay logs that same event — so the replayed log can equal the recording event for event.
+ * An event a capability logs itself (a permission decision, after which a turn was aborted while
+ * its tool ran) reaches no listener: its actions run when a reader of the log sees it.
  * The same listener compares each event with the recording as it is logged and stops the replay
  * at the first difference; at the end the whole logs are compared (`time` aside).
  *
@@ -39,6 +41,7 @@ import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Config from "./Config.ts"
 import { ConfigInvalidError } from "./ConfigInvalidError.ts"
 import * as Io from "./Io.ts"
@@ -465,6 +468,38 @@ const perform = (
 
 const STALL_SECONDS = 30
 
+/**
+ * Whether the agent's listeners see an event as it is logged: the loop's own events. What a
+ * capability appends itself (`permission:decision`, `bash:job-started`, …) reaches the log but
+ * not the listeners.
+ */
+const isAnnounced = (event: SessionEvent.SessionEvent | undefined): boolean =>
+  event !== undefined && Events.coreTypes.includes(event.type as SessionEvent.CoreType)
+
+/**
+ * Runs the actions tied to events no listener sees (an abort while a tool ran, after its
+ * permission was logged) when the replay's log holds that event: a reader of the session's
+ * stream, since the listener that runs the other actions never hears of them.
+ */
+const performUnannounced = (
+  agent: Agent.Agent,
+  session: Session.Session,
+  recorded: ReadonlyArray<SessionEvent.SessionEvent>,
+  segment: Segment,
+  stop: Deferred.Deferred<Stop>,
+  compactions: Queue.Queue<CompactionAsk>
+) => {
+  const unannounced = [...segment.after.keys()].filter((seq) => !isAnnounced(recorded[seq]))
+  if (unannounced.length === 0) return Effect.void
+  return session.streamFrom(Math.min(...unannounced)).pipe(
+    Stream.filter((event) => unannounced.includes(event.seq)),
+    Stream.runForEach((event) =>
+      Effect.forEach(segment.after.get(event.seq) ?? [], (action) => perform(agent, action, stop, event.seq, compactions), { discard: true })
+    ),
+    Effect.catch(() => Effect.void)
+  )
+}
+
 /** One recorded agent's part: the agent, its actions as their events are logged, until its stop. */
 const replaySegment = (
   settings: Config.Settings,
@@ -497,6 +532,7 @@ const replaySegment = (
     }))
     const agent = yield* Runtime.agent({ ...settings, model }, { resume: session }, { id: segment.agentId })
     yield* Effect.forkScoped(compactor(agent, compactions))
+    yield* Effect.forkScoped(performUnannounced(agent, session, recorded, segment, stop, compactions))
     for (const action of segment.initial) yield* perform(agent, action, stop, segment.start, compactions)
     const result = yield* Deferred.await(stop).pipe(
       Effect.timeoutOrElse({
