@@ -11,7 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { closeSync, openSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { endless, type Home, makeHome, type Options, type Result, type Running, server, start } from "./cli-helpers.ts"
+import { endless, type Home, makeHome, type Options, type Result, type Running, server, start, text } from "./cli-helpers.ts"
 
 const decodeEvent = Schema.decodeUnknownSync(SessionEvent.SessionEvent)
 
@@ -111,5 +111,29 @@ describe("dsh run: the reader or the terminal goes away", slow, () => {
       noStackTrace(result.stderr)
       expect(result.stderr).toContain("dsh: ABORTED: turn 1 was aborted: stdout failed (ENOSPC)")
       expectClosedTurn(home, "stdout failed (ENOSPC)")
+    }))
+
+  it.effect("a short answer to a full disk, the turn over before the write failed: reported, exit 130", () =>
+    Effect.promise(async () => {
+      const fake = await server([text("Hi")])
+      const home = makeHome()
+      const full = openSync("/dev/full", "w")
+      const running = start(home, ["run", "hi", "--base-url", fake.url, "--tools", "none"], { stdout: full })
+      closeSync(full)
+      const result = await running.done
+      await fake.close()
+      expect(result.status).toBe(130)
+      noStackTrace(result.stderr)
+      expect(result.stderr).toContain("dsh: ABORTED: turn 1 answered, but its answer was not all written: stdout failed (ENOSPC)")
+    }))
+
+  it.effect("another command's stdout on a full disk (sessions list --json): reported, exit 130", () =>
+    Effect.promise(async () => {
+      const full = openSync("/dev/full", "w")
+      const running = start(makeHome(), ["sessions", "list", "--json"], { stdout: full })
+      closeSync(full)
+      const result = await running.done
+      expect(result.status).toBe(130)
+      expect(result.stderr).toBe("dsh: ABORTED: the output was not all written: stdout failed (ENOSPC)\n")
     }))
 })

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { Agent } from "@dsh/agent"
+import { type Agent, TurnAbortedError } from "@dsh/agent"
 import { HarnessError, type ModelInfo, Usage } from "@dsh/llm"
 import { type SessionEvent, SessionEvent as Events } from "@dsh/session"
 import * as Cause from "effect/Cause"
@@ -241,10 +241,23 @@ export const turn = (
     yield* Fiber.join(printing)
     if (!options.json) yield* io.err(summary(state, options.session, style, options.pricing))
     yield* Runtime.verify
-    if (Exit.isFailure(result) && !abortedForGoneReader(result.cause, yield* io.stdoutClosedYet)) {
+    const closed = yield* io.stdoutClosedYet
+    if (Exit.isFailure(result) && !abortedForGoneReader(result.cause, closed)) {
       return yield* Effect.failCause(result.cause)
     }
+    // a write that failed after the turn had answered (a short answer to a full disk) lost it
+    if (Exit.isSuccess(result) && closed !== undefined && !closed.readerGone) return yield* lostAnswer(result.value.turn, closed)
   })
+
+/** The answer of a turn that completed, but stdout failed before it was all written: `ABORTED`, exit 130. */
+const lostAnswer = (turn: number, closed: Io.StdoutClosed): Effect.Effect<never, TurnAbortedError> =>
+  Effect.fail(
+    new TurnAbortedError({
+      message: `turn ${turn} answered, but its answer was not all written: ${closed.reason}`,
+      turn,
+      reason: closed.reason
+    })
+  )
 
 /** Whether the turn failed only by the abort that a stdout whose reader went away caused. */
 const abortedForGoneReader = (cause: Cause.Cause<unknown>, closed: Io.StdoutClosed | undefined): boolean =>

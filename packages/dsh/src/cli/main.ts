@@ -73,6 +73,24 @@ const statusOf = (cause: Cause.Cause<unknown>): Effect.Effect<Report.Status, nev
   })
 
 /**
+ * The status of a command that succeeded: `ok`, unless stdout failed under it other than by its
+ * reader going away (a full disk: `dsh sessions show … > /dev/full`), which lost part of what it
+ * printed — reported as `ABORTED`, exit 130, as a turn whose answer it lost (see `Run.turn`).
+ */
+const outputWritten = Effect.gen(function*() {
+  const io = yield* Io.Io
+  const closed = yield* io.stdoutClosedYet
+  if (closed === undefined || closed.readerGone) return Report.Status.ok
+  yield* io.err(Report.render({
+    code: "ABORTED",
+    message: `the output was not all written: ${closed.reason}`,
+    hint: undefined,
+    status: Report.Status.aborted
+  }))
+  return Report.Status.aborted
+})
+
+/**
  * The command for an argument list, ending with its exit status.
  *
  * @since 0.1.0
@@ -80,7 +98,7 @@ const statusOf = (cause: Cause.Cause<unknown>): Effect.Effect<Report.Status, nev
  */
 export const program = (argv: ReadonlyArray<string>): Effect.Effect<Report.Status> =>
   Command.runWith(dsh, { version })(argv).pipe(
-    Effect.as<Report.Status>(Report.Status.ok),
+    Effect.andThen(outputWritten),
     Effect.catchCause(statusOf),
     Effect.provide(Layer.mergeAll(Io.layer, presenter, cliConfig, Log.logger(process.env["DSH_DEBUG"] === "1"))),
     Effect.provide(Platform.layer)
