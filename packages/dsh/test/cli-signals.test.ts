@@ -9,9 +9,11 @@
 import { SessionEvent } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { execFileSync } from "node:child_process"
 import { closeSync, openSync, readdirSync, readFileSync } from "node:fs"
+import { readFile } from "node:fs/promises"
 import { join } from "node:path"
-import { endless, type Home, makeHome, type Options, type Result, type Running, server, start, text } from "./cli-helpers.ts"
+import { endless, type Home, makeHome, type Options, type Result, type Running, server, start, text, toolCall } from "./cli-helpers.ts"
 
 const decodeEvent = Schema.decodeUnknownSync(SessionEvent.SessionEvent)
 
@@ -37,6 +39,17 @@ const expectClosedTurn = (home: Home, reason: string) => {
   expect(after.some((event) => event.type === "agent/status" && event.data.status === "idle")).toBe(true)
   // some of the streamed answer was logged before the abort
   expect(events.some((event) => event.type === "assistant/chunk")).toBe(true)
+}
+
+/** A process's state letter (`R`, `S`, `Z`, …) from /proc, or `gone`. */
+const stateOf = (pid: number): string => {
+  try {
+    // the name in parentheses may hold spaces: the state follows its closing one
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)
+  } catch {
+    return "gone"
+  }
 }
 
 const noStackTrace = (stderr: string) => {
@@ -125,6 +138,31 @@ describe("dsh run: the reader or the terminal goes away", slow, () => {
       expect(result.status).toBe(130)
       noStackTrace(result.stderr)
       expect(result.stderr).toContain("dsh: ABORTED: turn 1 answered, but its answer was not all written: stdout failed (ENOSPC)")
+    }))
+
+  it.effect("a second SIGINT ends the command while a tool ignores the abort; no process of the tool outlives it", () =>
+    Effect.promise(async () => {
+      const home = makeHome()
+      const started = join(home.cwd, "started")
+      const termed = join(home.cwd, "termed")
+      execFileSync("mkfifo", [started, termed])
+      // the shell says its pid (its group's) once it runs, and that it got the abort's SIGTERM,
+      // which it ignores for as long as it lasts
+      const command = `trap 'echo term > ${termed}' TERM; echo $$ > ${started}; while :; do sleep 1; done`
+      const fake = await server([toolCall("bash", { command }), text("unreachable")])
+      const running = start(home, ["run", "--yes", "Run it", "--base-url", fake.url])
+      // read off the main thread: the fake server answering the model runs on it
+      const pid = Number((await readFile(started, "utf8")).trim())
+      running.child.kill("SIGINT")
+      // the second signal once the first was handled (two at once may arrive as one)
+      await readFile(termed, "utf8")
+      running.child.kill("SIGINT")
+      const result = await running.done
+      await fake.close()
+      expect(result.status).toBe(130)
+      noStackTrace(result.stderr)
+      // the shell the command left running was killed on its way out (gone, or a zombie not reaped yet)
+      expect(["gone", "Z", "X"]).toContain(stateOf(pid))
     }))
 
   it.effect("another command's stdout on a full disk (sessions list --json): reported, exit 130", () =>

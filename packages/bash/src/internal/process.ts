@@ -156,7 +156,37 @@ export const spawn = (
   options: Bash.CommandOptions,
   cwd: string
 ): Effect.Effect<ChildProcessSpawner.ChildProcessHandle, CommandFailedError, Scope.Scope> =>
-  spawner.spawn(commandOf(settings, options, cwd)).pipe(
-    Effect.catchDefect((defect) => Effect.fail(defect)),
-    Effect.mapError((error) => commandFailed(error, { command: options.command, cwd, shell: settings.shell, doing: "started" }))
+  Effect.flatMap(
+    // registered before the spawn, so that it runs after the spawn's own finalizer has stopped the shell
+    Effect.acquireRelease(Effect.sync(() => ({ pid: -1 })), (slot) => Effect.sync(() => void liveGroups.delete(slot.pid))),
+    (slot) =>
+      spawner.spawn(commandOf(settings, options, cwd)).pipe(
+        Effect.catchDefect((defect) => Effect.fail(defect)),
+        Effect.mapError((error) => commandFailed(error, { command: options.command, cwd, shell: settings.shell, doing: "started" })),
+        Effect.tap((handle) => Effect.sync(() => watch((slot.pid = Number(handle.pid)))))
+      )
   )
+
+// The process groups of the shells running now. Their scopes kill them as a group; a process
+// that exits before those scopes close (a second Ctrl-C, `process.exit`) kills them on its way
+// out, so no command outlives the program that started it.
+const liveGroups = new Set<number>()
+let killingOnExit = false
+
+const killLiveGroups = (): void => {
+  for (const pid of liveGroups) {
+    try {
+      process.kill(-pid, "SIGKILL")
+    } catch {
+      // gone already
+    }
+  }
+}
+
+const watch = (pid: number): void => {
+  if (!killingOnExit) {
+    killingOnExit = true
+    process.once("exit", killLiveGroups)
+  }
+  liveGroups.add(pid)
+}

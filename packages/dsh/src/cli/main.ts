@@ -119,6 +119,15 @@ const exitWith = (status: number) => {
  */
 export const main = (argv: ReadonlyArray<string> = process.argv.slice(2)): void => {
   const fiber = Effect.runFork(program(argv))
-  Io.installSignals(() => fiber.interruptUnsafe())
+  Io.installSignals(() => {
+    fiber.interruptUnsafe()
+    // the interruption closes the agent, which waits out the abort grace for work that ignores
+    // it (a command trapping SIGTERM): a signal that ends the command ends it at once, leaving
+    // what was not closed by then to a resume's repair
+    setTimeout(() => exitWith(Report.Status.aborted), signalGraceMillis).unref()
+  })
   fiber.addObserver((exit) => exitWith(exit._tag === "Success" ? exit.value : Report.Status.aborted))
 }
+
+/** How long a signal that ends the command lets it close what it can (a turn's closing events). */
+const signalGraceMillis = 200
