@@ -173,7 +173,9 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 const isMiddleware = (value: unknown): boolean =>
   isRecord(value) && typeof value["name"] === "string" && typeof value["around"] === "function"
 
-const isSection = (value: unknown): boolean => isRecord(value) && typeof value["name"] === "string"
+// content: text, or an Effect computing it at each assembly (what SystemPrompt.Section takes)
+const isSection = (value: unknown): boolean =>
+  isRecord(value) && typeof value["name"] === "string" && (typeof value["content"] === "string" || Effect.isEffect(value["content"]))
 
 /** The problems of an option that must be a list of things `is` accepts (or absent). */
 const listProblems = (

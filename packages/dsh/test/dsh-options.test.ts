@@ -51,6 +51,10 @@ describe("Dsh.layer options past the types", () => {
       expect(failed.message).toContain("hooks.request[0] must be a middleware { name, around }")
       expect(failed.message).toContain("hooks.requests is not an agent seam")
       expect(failed.message).toContain("toolMiddleware must be a list")
+      // a section is { name, content }: one without content would fail every turn's assembly
+      const noContent = yield* buildWith({ prompt: [{ name: "rules" }, { name: "date", content: 5 }] })
+      expect(noContent.message).toContain(`prompt[0] must be a section { name, content }, got {"name":"rules"}`)
+      expect(noContent.message).toContain(`prompt[1] must be a section { name, content }, got {"name":"date","content":5}`)
       const noModel = yield* buildWith({ model: "deepseek" })
       expect(noModel.message).toContain(`model must be an adapter Layer`)
       const noOptions = yield* buildWith(null)
@@ -67,7 +71,7 @@ describe("Dsh.layer options past the types", () => {
         model,
         tools: [echo],
         sessions: "memory",
-        prompt: [{ name: "rules", content: "Be brief." }],
+        prompt: [{ name: "rules", content: "Be brief." }, { name: "today", content: Effect.succeed("It is Friday.") }],
         hooks: { listeners: [{ name: "quiet", around: (input, next) => next(input) }] },
         toolMiddleware: [{ name: "pass", around: (call, next) => next(call) }]
       }))
