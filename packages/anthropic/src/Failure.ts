@@ -261,7 +261,8 @@ export const fromStatus = (options: {
   const id = requestIdNote(said.requestId ?? options.headers["request-id"])
   const message = (text: string) => scrub(`${text}${id}`, options.apiKey)
   if (status === 401 || status === 403) {
-    const hint = options.authHint === undefined ? "" : `. ${options.authHint}`
+    // a sentence of its own, without a second period after a provider's that ends in one
+    const hint = options.authHint === undefined ? "" : `${/[.!?]$/.test(because) ? "" : "."} ${options.authHint}`
     return new LlmError.LlmAuthError({
       message: message(`${provider} rejected the API key (HTTP ${status}${kind})${because}${hint}`),
       status

@@ -182,6 +182,9 @@ describe("dsh run: how it ends", slow, () => {
     await fake.close()
     expect(result.stderr).toContain("dsh: LLM_AUTH: ")
     expect(result.stderr).toContain("check DEEPSEEK_API_KEY")
+    // the adapter's advice to a program (`pass apiKey: … to DeepSeek.layer`) is not the command line's
+    expect(result.stderr).not.toContain("Redacted.make")
+    expect(result.stderr).not.toContain("..")
     expect(result.stdout).toBe("")
     expect(result.status).toBe(1)
   })

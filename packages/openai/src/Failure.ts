@@ -265,7 +265,8 @@ export const fromStatus = (options: {
   const said = reported(options.body)
   const because = said.message === undefined ? "" : `: ${said.message}`
   const message = (text: string) => scrub(text, options.apiKey)
-  const hint = options.authHint === undefined ? "" : `. ${options.authHint}`
+  // a sentence of its own, without a second period after a provider's that ends in one
+    const hint = options.authHint === undefined ? "" : `${/[.!?]$/.test(because) ? "" : "."} ${options.authHint}`
   if (status === 401) {
     return new LlmError.LlmAuthError({ message: message(`${provider} rejected the API key (HTTP 401)${because}${hint}`), status })
   }

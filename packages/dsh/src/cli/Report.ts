@@ -139,14 +139,25 @@ const statusOfCode = (code: string): Status => {
   }
 }
 
+// What an adapter tells a program about its key (`pass apiKey: Redacted.make(key) to X.layer`):
+// no advice for someone at the command line, whose hint says where the command reads the key.
+const libraryAdvice = /\s*(?:Set the [A-Z0-9_]+ environment variable, or pass|Pass) `apiKey: Redacted\.make\(key\)` to [A-Za-z]+\.layer\.?/g
+
+const withoutLibraryAdvice = (message: string): string => message.replace(libraryAdvice, "")
+
+/** Where the command reads the provider's key. */
+const keyHint = (context: HintContext): string => {
+  const provider = context.provider ?? deepseek
+  const inFile = `${fileField(provider, "apiKey")} in ${context.configFile ?? "the config file"}`
+  return `check ${provider.apiKeyEnv === undefined ? inFile : `${provider.apiKeyEnv} (or ${inFile})`}`
+}
+
 const hintOf = (code: string, context: HintContext): string | undefined => {
   const config = context.configFile === undefined ? "the config file" : context.configFile
   const provider = context.provider ?? deepseek
   switch (code) {
-    case "LLM_AUTH": {
-      const inFile = `${fileField(provider, "apiKey")} in ${config}`
-      return `the provider refused the API key: check ${provider.apiKeyEnv === undefined ? inFile : `${provider.apiKeyEnv} (or ${inFile})`}`
-    }
+    case "LLM_AUTH":
+      return `the provider refused the API key: ${keyHint(context)}`
     case "LLM_RATE_LIMIT":
       return "the provider is throttling requests: wait a little and try again"
     case "LLM_SERVER":
@@ -205,7 +216,9 @@ export const fromCode = (code: string, message: string, context: HintContext = {
 export const of = (failure: unknown, context: HintContext = {}): Report => {
   if (HarnessError.isHarnessError(failure)) {
     const code = ErrorCode.isErrorCode(failure.code) ? failure.code : "DEFECT"
-    return { code, message: failure.message, hint: hintOf(code, context), status: statusOfCode(code) }
+    const message = code === "LLM_AUTH" || code === "LLM_CONFIG" ? withoutLibraryAdvice(failure.message) : failure.message
+    const keySetting = code === "LLM_CONFIG" && (failure as { readonly setting?: unknown }).setting === "apiKey" && message !== failure.message
+    return { code, message, hint: keySetting ? keyHint(context) : hintOf(code, context), status: statusOfCode(code) }
   }
   return { code: "DEFECT", message: HarnessError.describe(failure), hint: hintOf("DEFECT", context), status: Status.error }
 }
