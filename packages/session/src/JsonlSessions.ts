@@ -634,10 +634,23 @@ const SCAN_BYTES = 1024 * 1024
 
 // Reads one file for `list` without decoding every line: it counts newlines, then decodes only
 // the header and the last complete line.
+// (a directory fails its open with EISDIR, in the words of `errnoWords`)
+const kindWords: Readonly<Record<string, string>> = {
+  FIFO: "named pipe (FIFO)",
+  Socket: "socket",
+  BlockDevice: "block device",
+  CharacterDevice: "character device"
+}
+
 const scan = (file: string, id: string) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const fail = ioError(id, `cannot read ${file}`)
+    // a FIFO or a device named like a session would block the listing on its open or its reads
+    const kind = (yield* fs.stat(file).pipe(Effect.mapError(fail))).type
+    if (kindWords[kind] !== undefined) {
+      return yield* new PersistenceError({ message: `cannot read ${file}: it is a ${kindWords[kind]}, not a regular file`, sessionId: id })
+    }
     const handle = yield* fs.open(file, { flag: "r" }).pipe(Effect.mapError(fail))
     const info = yield* handle.stat.pipe(Effect.mapError(fail))
     let size = 0

@@ -12,6 +12,7 @@ import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, type Scope } from "effect"
 import { TestClock } from "effect/testing"
+import { execFileSync } from "node:child_process"
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -649,6 +650,20 @@ describe("JsonlSessions: load", () => {
         // list fails with the first of them, as before
         const error = yield* Effect.flip(JsonlSessions.list(directory).pipe(Effect.provide(layer)))
         expect(error).toStrictEqual(unreadable[0]!.error)
+      })
+    ))
+
+  it.effect("a named pipe named like a session is reported by survey, not opened (its open would block the listing)", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        const fifo = join(directory, "pipe.jsonl")
+        execFileSync("mkfifo", [fifo])
+        const layer = Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)
+        const { entries, unreadable } = yield* JsonlSessions.survey(directory).pipe(Effect.provide(layer))
+        expect(entries).toStrictEqual([])
+        expect(unreadable.map((u) => [u.id, u.error.code, u.error.message])).toStrictEqual([
+          ["pipe", "PERSISTENCE", `cannot read ${fifo}: it is a named pipe (FIFO), not a regular file`]
+        ])
       })
     ))
 
