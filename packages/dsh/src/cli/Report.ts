@@ -182,7 +182,7 @@ const hintOf = (code: string, context: HintContext): string | undefined => {
     case "CORRUPT_LOG":
       return "the session file is damaged at the line named: move the file aside to start afresh"
     case "PERSISTENCE":
-      return "check that the sessions directory (--sessions, DSH_SESSIONS) is writable, or pass --sessions memory"
+      return "check that the sessions directory (--sessions, DSH_SESSIONS) is a directory dsh can write to (run and chat can also go on with --sessions memory)"
     case "TURN_LIMIT":
       return "the turn stopped at a guard before it answered: raise --max-steps, or ask for less at once"
     case "INVARIANT":
