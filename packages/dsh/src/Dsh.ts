@@ -159,7 +159,11 @@ const refusal = (options: unknown): ToolErrors.InvalidToolError | SessionErrors.
     ...(Layer.isLayer(options["model"]) ? [] : [`model must be an adapter Layer (DeepSeek.layer(), ScriptedModel.layer({ script }), …), got ${shown(options["model"])}`]),
     ...listProblems("prompt", options["prompt"], isSection, "a section { name, content }", " (the agent's own prompt is Dsh.agent({ prompt }))"),
     ...hookProblems(options["hooks"]),
-    ...listProblems("toolMiddleware", options["toolMiddleware"], isMiddleware, "a middleware { name, around }")
+    ...listProblems("toolMiddleware", options["toolMiddleware"], isMiddleware, "a middleware { name, around }"),
+    // `invariants: "yes"` would build without the checker, the test it was meant for passing unchecked
+    ...(options["invariants"] === undefined || typeof options["invariants"] === "boolean"
+      ? []
+      : [`invariants must be true or false, got ${shown(options["invariants"])}`])
   ]
   return problems.length === 0 ? undefined : invalidOptions(problems)
 }

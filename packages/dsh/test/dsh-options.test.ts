@@ -55,6 +55,8 @@ describe("Dsh.layer options past the types", () => {
       const noContent = yield* buildWith({ prompt: [{ name: "rules" }, { name: "date", content: 5 }] })
       expect(noContent.message).toContain(`prompt[0] must be a section { name, content }, got {"name":"rules"}`)
       expect(noContent.message).toContain(`prompt[1] must be a section { name, content }, got {"name":"date","content":5}`)
+      const yes = yield* buildWith({ invariants: "yes" })
+      expect(yes.message).toContain(`invariants must be true or false, got "yes"`)
       const noModel = yield* buildWith({ model: "deepseek" })
       expect(noModel.message).toContain(`model must be an adapter Layer`)
       const noOptions = yield* buildWith(null)

@@ -567,6 +567,11 @@ describe("malformed input from JavaScript or decoded JSON", () => {
       // a value that is neither: the message says what it got
       const number = yield* Effect.flip(agent.send(42 as never))
       expect(number.message).toContain("it must be text or content blocks, got 42")
+      // options that are no object are refused, not read as none (run's included)
+      const options = yield* Effect.flip(agent.run("q", 5 as never))
+      expect(options).toMatchObject({ code: "INVALID_INPUT" })
+      expect(options.message).toContain("its options must be an object, got 5")
+      expect((yield* Effect.flip(agent.send("q", "user" as never))).message).toContain(`its options must be an object, got "user"`)
       expect(yield* agent.session.events).toHaveLength(before)
       yield* run(agent, "a proper message")
       expect(endReasons(yield* agent.session.events)).toStrictEqual([{ kind: "completed" }])

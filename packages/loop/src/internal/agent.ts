@@ -49,6 +49,10 @@ const contentOf = (
   input: Agent.Input,
   options: Agent.MessageOptions | undefined
 ): Effect.Effect<ReadonlyArray<Content.ContentBlock>, InvalidInputError> => {
+  // options of another kind (past the types: `run("q", 5)`) would be read as none
+  if (options !== undefined && (typeof options !== "object" || options === null || Array.isArray(options))) {
+    return invalidInput(env, `its options must be an object, got ${typeof options === "string" ? JSON.stringify(options) : HarnessError.describe(options)}`)
+  }
   if (options?.source !== undefined && typeof options.source !== "string") {
     return invalidInput(env, `its source must be a string, got ${HarnessError.describe(options.source)}`)
   }
