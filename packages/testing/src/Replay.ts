@@ -41,6 +41,8 @@
  *   `session/repair` of kind `interrupted-turn`): the stream dies with `REPLAY_MISMATCH`.
  *
  * A request after the last recorded step dies with `REPLAY_MISMATCH` ("recording exhausted").
+ * The adapter serves the models the recorded requests name (or `models`): a recording that made
+ * no request names none, and a request to it fails with `NO_MODEL` unless `models` names it.
  *
  * ## Limits
  *
