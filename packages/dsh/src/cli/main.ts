@@ -122,8 +122,8 @@ export const main = (argv: ReadonlyArray<string> = process.argv.slice(2)): void 
   Io.installSignals(() => {
     fiber.interruptUnsafe()
     // the interruption closes the agent, which waits out the abort grace for work that ignores
-    // it (a command trapping SIGTERM): a signal that ends the command ends it at once, leaving
-    // what was not closed by then to a resume's repair
+    // the abort (a command trapping SIGTERM): a signal that ends the command ends it at once,
+    // leaving what was not closed by then to a resume's repair
     setTimeout(() => exitWith(Report.Status.aborted), signalGraceMillis).unref()
   })
   fiber.addObserver((exit) => exitWith(exit._tag === "Success" ? exit.value : Report.Status.aborted))
