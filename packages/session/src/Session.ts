@@ -139,6 +139,22 @@ const checkSeed = (seed: ReadonlyArray<SessionEvent>): void => {
   if (problem !== undefined) throw new RangeError(problem)
 }
 
+const isJson = Schema.is(Schema.Json)
+
+// the first value on the way down that JSON cannot hold, in words
+const notJsonWhy = (value: unknown, path = "data"): string => {
+  if (typeof value === "number") return `${path} is ${value}`
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isJson(value[i])) return notJsonWhy(value[i], `${path}[${i}]`)
+    return `${path} is not JSON`
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) if (!isJson(item)) return notJsonWhy(item, `${path}.${key}`)
+    return `${path} is not a plain object`
+  }
+  return `${path} is ${HarnessError.describe(value)}`
+}
+
 /**
  * Makes a session, optionally seeded with the events of another log (replay and fork). The
  * seed's events keep their `seq` (they must count from 0 with no gap) and time; new events
@@ -201,7 +217,12 @@ export const make = (options: {
             message: `an event of type ${type} was not appended: its data does not fit its definition: ${error.message}`,
             eventType: type
           })),
-        (json) => store(type, json)
+        // a Schema's encoding may hold what JSON cannot (NaN, Infinity from Schema.Number): such
+        // data would stop the session's persistence at this event, so it is refused here
+        (json) => isJson(json) ? store(type, json) : Effect.fail(new InvalidEventError({
+          message: `an event of type ${type} was not appended: its encoded data is not JSON (${notJsonWhy(json)})`,
+          eventType: type
+        }))
       )
     }
     return store(typeOrDefinition, data)

@@ -131,6 +131,19 @@ describe("SessionEvent: extension events", () => {
       expect((yield* session.append(Counted, { n: 2 })).seq).toBe(0)
     }))
 
+  it.effect("data whose encoding JSON cannot hold (NaN, Infinity) is INVALID_EVENT, not an event no file could persist", () =>
+    Effect.gen(function*() {
+      const session = fresh()
+      const Metric = SessionEvent.define("test:metric", Schema.Struct({ value: Schema.Number, parts: Schema.Array(Schema.Number) }))
+      const nan = yield* Effect.flip(session.append(Metric, { value: 0 / 0, parts: [] }))
+      expect(nan).toMatchObject({ code: "INVALID_EVENT", eventType: "test:metric" })
+      expect(nan.message).toBe("an event of type test:metric was not appended: its encoded data is not JSON (data.value is NaN)")
+      const infinite = yield* Effect.flip(session.append(Metric, { value: 1, parts: [2, Infinity] }))
+      expect(infinite.message).toContain("(data.parts[1] is Infinity)")
+      expect(yield* session.seq).toBe(0)
+      expect((yield* session.append(Metric, { value: 1, parts: [2] })).seq).toBe(0)
+    }))
+
   it("is and decode tell the definition's events from the others", () => {
     const [turnStart, note, summary, badSummary] = toEvents([
       draft("turn/start", { turn: 1, trigger: "send" }),
