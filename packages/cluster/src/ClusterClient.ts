@@ -141,6 +141,16 @@ export interface RemoteAgent {
 const encodePayload = Schema.encodeUnknownResult(Message)
 
 /**
+ * The most JSON a message may hold. A runner reads the stored messages through a PostgreSQL
+ * client whose messages are at most 16 MiB: one larger message would fail every read of its
+ * shard's mailbox, stalling every session there, for good.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maxMessageBytes = 4 * 1024 * 1024
+
+/**
  * The payload of a message, or the agent's refusal of it (`InvalidInputError`, nothing sent):
  * what the types allow always encodes, but JavaScript and decoded JSON can pass a block of no
  * known type, an empty `messageId` or a `source` that is no string, which the protocol cannot
@@ -153,6 +163,16 @@ const payloadOf = (sessionId: string, input: Input, options: MessageOptions | un
     ...(options?.source === undefined ? {} : { source: options.source })
   }
   const encoded = encodePayload(payload)
+  const bytes = Result.isSuccess(encoded) ? Buffer.byteLength(JSON.stringify(encoded.success)) : 0
+  if (bytes > maxMessageBytes) {
+    return Effect.fail(
+      new InvalidInputError({
+        message: `a message for the agent of session ${JSON.stringify(sessionId)} was refused: it is ${bytes} bytes of JSON, ` +
+          `more than the ${maxMessageBytes} a cluster message may hold (the runners read stored messages in batches of at most 16 MiB)`,
+        agentId: sessionId
+      })
+    )
+  }
   return Result.isSuccess(encoded)
     ? Effect.succeed(payload)
     : Effect.fail(
@@ -174,6 +194,15 @@ const eventsSettings = (from: number, options: EventsOptions | undefined): Resul
   return AdapterSettings.duration("checkEvery", options?.checkEvery ?? Duration.seconds(1), "positive")
 }
 
+/**
+ * The longest session id an agent may have on the cluster: its storage keeps entity ids as
+ * `varchar(255)`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maxSessionIdLength = 255
+
 // a UTF-16 code unit of a surrogate pair without its other half
 const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
@@ -183,8 +212,12 @@ const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\
  * distinct ids (`"a\ud800"`, `"a\udfff"`) would reach one agent and one session; PostgreSQL
  * keeps no NUL.
  */
-const sessionIdProblem = (id: string): string | undefined =>
-  id.includes("\u0000")
+const sessionIdProblem = (id: unknown): string | undefined =>
+  typeof id !== "string"
+    ? `it must be a string, got ${HarnessError.describe(id)}`
+    : [...id].length > maxSessionIdLength
+    ? `it is ${[...id].length} characters long, more than the ${maxSessionIdLength} the cluster's storage keeps for an entity id`
+    : id.includes("\u0000")
     ? "it holds a NUL character, which the cluster's PostgreSQL storage cannot keep"
     : loneSurrogate.test(id)
     ? "it holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, " +
@@ -194,8 +227,8 @@ const sessionIdProblem = (id: string): string | undefined =>
 /** The handle for an id no agent may have: every call fails with `InvalidInputError`, nothing is sent. */
 const refusedAgent = (sessionId: string, problem: string): RemoteAgent => {
   const refusal = new InvalidInputError({
-    message: `session id ${JSON.stringify(sessionId)} cannot address an agent: ${problem}`,
-    agentId: sessionId
+    message: `session id ${typeof sessionId === "string" ? JSON.stringify(sessionId.length > 80 ? `${sessionId.slice(0, 80)}…` : sessionId) : HarnessError.describe(sessionId)} cannot address an agent: ${problem}`,
+    agentId: String(sessionId)
   })
   return {
     sessionId,

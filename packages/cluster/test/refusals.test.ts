@@ -37,6 +37,10 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
         for (const refused of malformed) {
           expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
         }
+        // a message past what a runner's storage reads would stall the shard's mailbox for good
+        const huge = yield* Effect.flip(agent.inject("x".repeat(ClusterClient.maxMessageBytes)))
+        expect(huge).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
+        expect(huge.message).toContain(`more than the ${ClusterClient.maxMessageBytes} a cluster message may hold`)
         // nothing reached the agent: its log holds the one message sent after
         expect((yield* agent.run("hello")).text).toBe("fine")
         expect((yield* agent.status).nextSeq).toBeGreaterThan(0)
@@ -56,9 +60,17 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
             expect(refused.message).toContain(id.includes("\u0000") ? "NUL" : "lone surrogate")
           }
         }
+        // longer than the storage keeps, or no string at all (past the types)
+        const long = yield* Effect.flip((yield* ClusterClient.agent("a".repeat(ClusterClient.maxSessionIdLength + 1))).run("hello"))
+        expect(long).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+        expect(long.message).toContain(`256 characters long, more than the 255`)
+        const numbered = yield* Effect.flip((yield* ClusterClient.agent(42 as unknown as string)).send("hello"))
+        expect(numbered).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "42" })
         // the id it would have become holds nothing: as fresh as an agent never written to
         const fresh = (yield* (yield* ClusterClient.agent("never-written")).status).nextSeq
         expect((yield* (yield* ClusterClient.agent("lone\ufffd")).status).nextSeq).toBe(fresh)
+        // the longest id the storage keeps addresses an agent like any other
+        expect((yield* (yield* ClusterClient.agent("a".repeat(ClusterClient.maxSessionIdLength))).status).nextSeq).toBe(fresh)
 
         const nameless = yield* ClusterClient.agent("")
         const refusals = [
