@@ -9,15 +9,16 @@
  *
  * @since 0.1.0
  */
-import { type Agent, type Agents, AgentHooks, type Hooks, type InvalidInputError } from "@dsh/agent"
-import { History, type Message, ScopedList } from "@dsh/llm"
+import { type Agent, type Agents, AgentHooks, type Hooks, InvalidInputError } from "@dsh/agent"
+import { AdapterSettings, History, type Message, ScopedList } from "@dsh/llm"
 import type { FlushCheckpoint } from "@dsh/session"
 import type { PgSessions } from "@dsh/sql-sessions"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import type { Sharding } from "effect/cluster"
+import { Entity, type Sharding } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import { AgentEntity, MessageId } from "./AgentEntity.ts"
 import * as Host from "./internal/host.ts"
@@ -95,6 +96,16 @@ const refusing = (refusal: InvalidInputError) =>
     Status: () => Effect.fail(refusal)
   })
 
+/** A duration setting of the host, above zero, or why it cannot be used. */
+const durationSetting = (name: string, input: Duration.Input | undefined, fallback: Duration.Duration): Result.Result<Duration.Duration, string> => {
+  if (input === undefined) return Result.succeed(fallback)
+  try {
+    return AdapterSettings.duration(`agent.${name}`, input, "positive")
+  } catch {
+    return Result.fail(`agent.${name} must be a duration ("30 seconds", a number of milliseconds), got ${AdapterSettings.shown(input)}`)
+  }
+}
+
 /**
  * The entity's handlers on this runner, and {@link withoutMessageIds} on the agent hooks. It
  * requires the agent graph (`Agents`, `AgentHooks`, `FlushCheckpoint`), `PgSessions` with its
@@ -107,15 +118,23 @@ export const layer = (
   options: Options
 ): Layer.Layer<never, never, Agents | AgentHooks | FlushCheckpoint | PgSessions.PgSessions | SqlClient.SqlClient | Sharding.Sharding> => {
   const { lockWait, maxIdleTime, ...agent } = options
-  const open: Host.OpenOptions = { agent, lockWait: Duration.fromInputUnsafe(lockWait ?? Duration.seconds(30)) }
-  const entity = AgentEntity.toLayer(
-    Host.open(open).pipe(
+  const lock = durationSetting("lockWait", lockWait, Duration.seconds(30))
+  const idle = durationSetting("maxIdleTime", maxIdleTime, Duration.minutes(5))
+  // a setting that cannot be used makes every agent one the runner cannot create, as agent
+  // options out of their ranges do: each call is refused with it, typed
+  const problem = Result.isFailure(lock) ? lock.failure : Result.isFailure(idle) ? idle.failure : undefined
+  const handlers = problem === undefined
+    ? Host.open({ agent, lockWait: Result.getOrThrow(lock) }).pipe(
       Effect.map(serving),
       Effect.catch((refusal) => Effect.succeed(refusing(refusal)))
-    ),
+    )
+    : Effect.map(Entity.CurrentAddress, ({ entityId }) =>
+      refusing(new InvalidInputError({ message: `the agent of session ${entityId} cannot be created: ${problem}`, agentId: entityId })))
+  const entity = AgentEntity.toLayer(
+    handlers,
     // handlers of one agent run side by side (a long Events stream, a Send queued behind a
     // running turn, an Abort for it); the agent orders the messages it is given
-    { concurrency: "unbounded", maxIdleTime: maxIdleTime ?? Duration.minutes(5) }
+    { concurrency: "unbounded", maxIdleTime: Result.getOrElse(idle, () => Duration.minutes(5)) }
   )
   const hooks = Layer.effectDiscard(AgentHooks.use((hooks) => ScopedList.inOpenScope(hooks.request.register(withoutMessageIds))))
   return Layer.merge(entity, hooks)

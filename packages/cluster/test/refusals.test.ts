@@ -10,7 +10,7 @@
  * cannot be reached fails the runner's and the client's build with its `SqlError`, typed. And a
  * turn that fails on the runner reaches the caller of `run` as its own typed error, over the wire.
  */
-import { ClusterClient } from "@dsh/cluster"
+import { ClusterClient, ClusterRunner } from "@dsh/cluster"
 import { type Content, LlmError } from "@dsh/llm"
 import { ScriptedModel } from "@dsh/model"
 import { describe, expect, it } from "@effect/vitest"
@@ -84,6 +84,30 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
           expect(refused.message).toContain("session.id")
         }
       }).pipe(Effect.provide(inProcessRunner(database, port)), Effect.provideService(References.MinimumLogLevel, "Error"))
+    }).pipe(Effect.scoped))
+})
+
+describe("ClusterRunner: host settings that cannot be used", () => {
+  it.live("a lockWait or maxIdleTime that is no duration: every call is refused with INVALID_INPUT naming it, the process lives", () =>
+    Effect.gen(function*() {
+      const database = yield* freshDatabase
+      const port = yield* Effect.promise(() => freePort())
+      const runner = ClusterRunner.layer({
+        database,
+        address: { host: "127.0.0.1", port },
+        model: ScriptedModel.layer({ script: [ScriptedModel.reply.text("fine")] }),
+        agent: { model: "scripted", lockWait: "banana" as never, maxIdleTime: "soon" as never },
+        sharding: testSharding
+      })
+      yield* Effect.gen(function*() {
+        const agent = yield* ClusterClient.agent("s")
+        for (const refused of [yield* Effect.flip(agent.run("hello")), yield* Effect.flip(agent.status)]) {
+          expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
+          expect(refused.message).toBe(
+            `the agent of session s cannot be created: agent.lockWait must be a duration ("30 seconds", a number of milliseconds), got "banana"`
+          )
+        }
+      }).pipe(Effect.provide(runner), Effect.provideService(References.MinimumLogLevel, "Error"))
     }).pipe(Effect.scoped))
 })
 
