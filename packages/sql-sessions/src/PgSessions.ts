@@ -487,6 +487,18 @@ export const layer = (
       const sql = yield* SqlClient.SqlClient
       const store = yield* SessionStore
       const checkpoint = yield* FlushCheckpoint
+      // past the types (JavaScript, a config): options that are no object, a migrate that is no
+      // boolean ("no" would migrate)
+      const settings: unknown = options
+      const migrateSetting: unknown = typeof settings === "object" && settings !== null ? (settings as { migrate?: unknown }).migrate : undefined
+      if (typeof settings !== "object" || settings === null || Array.isArray(settings) || (migrateSetting !== undefined && typeof migrateSetting !== "boolean")) {
+        return yield* new SessionErrors.PersistenceError({
+          message: `PgSessions.layer: the options must be an object whose migrate is true or false, got ${
+            typeof settings === "object" && settings !== null && !Array.isArray(settings) ? `migrate ${JSON.stringify(migrateSetting)}` : String(settings)
+          }`,
+          sessionId: ""
+        })
+      }
 
       if (options.migrate !== false) {
         yield* transactionFailure(migrate).pipe(

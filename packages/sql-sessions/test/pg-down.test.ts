@@ -155,6 +155,15 @@ describe("PgSessions: a database that cannot be reached", () => {
       }
     }))
 
+  it.effect("options that are no object, or a migrate that is no boolean: PERSISTENCE before anything is migrated", () =>
+    Effect.gen(function*() {
+      for (const [options, says] of [[null, "got null"], [{ migrate: "no" }, `got migrate "no"`]] as const) {
+        const error = yield* Effect.flip(Layer.build(build("not a url", options as never)).pipe(Effect.scoped))
+        expect(error.code).toBe("PERSISTENCE")
+        expect(error.message).toBe(`PgSessions.layer: the options must be an object whose migrate is true or false, ${says}`)
+      }
+    }))
+
   it.effect("a database whose tables were made by someone else: the migration fails with PERSISTENCE naming the table", () =>
     Effect.scoped(Effect.gen(function*() {
       const url = yield* Effect.orDie(freshDatabase)
