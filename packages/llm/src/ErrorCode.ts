@@ -151,7 +151,8 @@ export const catalog = {
     raisedBy: "@dsh/session (SessionLockedError), raised by JsonlSessions, by PgSessions (@dsh/sql-sessions) and by Agents.create"
   },
   PERSISTENCE: {
-    meaning: "A flush hook failed to persist a session (I/O error, unencodable event); the agent reports it and goes on.",
+    meaning:
+      "A session could not be persisted or read: a flush hook failed (I/O error, unencodable event), which the agent reports and goes on; or a stored session could not be loaded, listed or resumed (no such session, a file or database that cannot be read, a store that cannot be reached).",
     raisedBy: "@dsh/session (PersistenceError), raised by the flush checkpoint and persistence layers"
   },
   CORRUPT_LOG: {
