@@ -146,7 +146,9 @@ describe("#18 manual compaction", () => {
       yield* agent.awaitIdle
       const before = yield* agent.session.messages
       const report = yield* agent.compact()
-      yield* agent.awaitIdle
+      // it returns to an agent settled again, as run does: the status agrees with it
+      expect(yield* agent.status).toBe("idle")
+      expect((yield* agent.session.events).at(-1)).toMatchObject({ type: "agent/status", data: { status: "idle" } })
       expect(report.applied).toHaveLength(1)
       expect(report.applied[0]).toMatchObject({ kind: "summary", reason: "manual", summary: "summary 1" })
       expect(report.tokensAfter).toBeLessThan(report.tokensBefore)
@@ -190,6 +192,7 @@ describe("#18 manual compaction", () => {
       const agent = yield* create({ compaction: { keepTurns: 2 } })
       yield* runAll(agent, 2)
       const report = yield* agent.compact()
+      expect(yield* agent.status).toBe("idle")
       expect(report.applied).toStrictEqual([])
       expect(report.tokensAfter).toBe(report.tokensBefore)
       expect(model.summaries).toHaveLength(0)

@@ -101,7 +101,8 @@ export const makeState = Effect.fnUntraced(function*(
     size: undefined,
     summarizedThrough,
     nothingToCompactAt: undefined,
-    untold: undefined
+    untold: undefined,
+    untoldCompaction: undefined
   }
 })
 

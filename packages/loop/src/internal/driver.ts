@@ -85,11 +85,14 @@ const failedReport = (turn: number, failure: Failure): TurnReport => ({
   output: undefined
 })
 
-/** Tells the callers of the turn that ended last (see `AgentState.untold`), once. */
+/** Tells the callers of the turn or compaction that ended last (see `AgentState.untold`), once. */
 export const tellSettled = (state: AgentState): void => {
   const untold = state.untold
   state.untold = undefined
   if (untold !== undefined) tell(untold.batch, untold.report)
+  const compaction = state.untoldCompaction
+  state.untoldCompaction = undefined
+  if (compaction !== undefined) Deferred.doneUnsafe(compaction.job.done, compaction.exit)
 }
 
 /** Tells the `agent.run` callers of these messages how their turn ended (once). */

@@ -92,8 +92,8 @@ export const runCompaction = Effect.fnUntraced(function*(env: Env, state: AgentS
     : new ToolErrors.AbortedError({
       message: `the compaction was aborted${run.abort.reason === undefined ? "" : `: ${run.abort.reason}`}`
     })
-  const exit = Option.getOrUndefined(ended)
-  yield* Deferred.done(job.done, jobExit(env, exit, aborted))
+  // told once the agent settles (idle) or goes on to more work, as a turn's `run` callers are
+  state.untoldCompaction = { job, exit: jobExit(env, Option.getOrUndefined(ended), aborted) }
 })
 
 /** What a compaction job's waiter gets for how its work ended. */

@@ -176,6 +176,8 @@ export interface AgentState {
    * status agrees with it.
    */
   untold: { readonly batch: ReadonlyArray<Pending>; readonly report: TurnReport } | undefined
+  /** The `agent.compact()` caller of the compaction that just ended, with its outcome: told as {@link untold}. */
+  untoldCompaction: { readonly job: CompactJob; readonly exit: Exit.Exit<Agent.CompactionReport, Agent.RunError> } | undefined
 }
 
 /** A running turn. */
