@@ -97,14 +97,8 @@ const refusing = (refusal: InvalidInputError) =>
   })
 
 /** A duration setting of the host, above zero, or why it cannot be used. */
-const durationSetting = (name: string, input: Duration.Input | undefined, fallback: Duration.Duration): Result.Result<Duration.Duration, string> => {
-  if (input === undefined) return Result.succeed(fallback)
-  try {
-    return AdapterSettings.duration(`agent.${name}`, input, "positive")
-  } catch {
-    return Result.fail(`agent.${name} must be a duration ("30 seconds", a number of milliseconds), got ${AdapterSettings.shown(input)}`)
-  }
-}
+const durationSetting = (name: string, input: Duration.Input | undefined, fallback: Duration.Duration): Result.Result<Duration.Duration, string> =>
+  input === undefined ? Result.succeed(fallback) : AdapterSettings.duration(`agent.${name}`, input, "positive")
 
 /**
  * The entity's handlers on this runner, and {@link withoutMessageIds} on the agent hooks. It
