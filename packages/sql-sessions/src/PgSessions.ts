@@ -490,12 +490,15 @@ export const layer = (
       // past the types (JavaScript, a config): options that are no object, a migrate that is no
       // boolean ("no" would migrate)
       const settings: unknown = options
-      const migrateSetting: unknown = typeof settings === "object" && settings !== null ? (settings as { migrate?: unknown }).migrate : undefined
-      if (typeof settings !== "object" || settings === null || Array.isArray(settings) || (migrateSetting !== undefined && typeof migrateSetting !== "boolean")) {
+      const migrateOption = typeof settings === "object" && settings !== null ? (settings as { readonly migrate?: unknown }).migrate : undefined
+      const got = typeof settings !== "object" || settings === null || Array.isArray(settings)
+        ? String(settings)
+        : migrateOption !== undefined && typeof migrateOption !== "boolean"
+        ? `migrate ${JSON.stringify(migrateOption)}`
+        : undefined
+      if (got !== undefined) {
         return yield* new SessionErrors.PersistenceError({
-          message: `PgSessions.layer: the options must be an object whose migrate is true or false, got ${
-            typeof settings === "object" && settings !== null && !Array.isArray(settings) ? `migrate ${JSON.stringify(migrateSetting)}` : String(settings)
-          }`,
+          message: `PgSessions.layer: the options must be an object whose migrate is true or false, got ${got}`,
           sessionId: ""
         })
       }
