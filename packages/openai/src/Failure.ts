@@ -266,7 +266,7 @@ export const fromStatus = (options: {
   const because = said.message === undefined ? "" : `: ${said.message}`
   const message = (text: string) => scrub(text, options.apiKey)
   // a sentence of its own, without a second period after a provider's that ends in one
-    const hint = options.authHint === undefined ? "" : `${/[.!?]$/.test(because) ? "" : "."} ${options.authHint}`
+  const hint = options.authHint === undefined ? "" : `${/[.!?]$/.test(because) ? "" : "."} ${options.authHint}`
   if (status === 401) {
     return new LlmError.LlmAuthError({ message: message(`${provider} rejected the API key (HTTP 401)${because}${hint}`), status })
   }

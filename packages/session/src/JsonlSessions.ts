@@ -632,9 +632,8 @@ export const load = (
 
 const SCAN_BYTES = 1024 * 1024
 
-// Reads one file for `list` without decoding every line: it counts newlines, then decodes only
-// the header and the last complete line.
-// (a directory fails its open with EISDIR, in the words of `errnoWords`)
+// The kinds of file `scan` refuses to open, in words (a directory fails its open with EISDIR,
+// in the words of `errnoWords`).
 const kindWords: Readonly<Record<string, string>> = {
   FIFO: "named pipe (FIFO)",
   Socket: "socket",
@@ -642,6 +641,8 @@ const kindWords: Readonly<Record<string, string>> = {
   CharacterDevice: "character device"
 }
 
+// Reads one file for `list` without decoding every line: it counts newlines, then decodes only
+// the header and the last complete line.
 const scan = (file: string, id: string) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
