@@ -28,6 +28,8 @@ import {
   Stream,
   Tracer
 } from "effect"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { inspect } from "node:util"
 import { apiKey, mismatch, modelLayer, modelOf, recordingClock, request, run, secret, streamWith } from "./util.ts"
 
@@ -451,3 +453,39 @@ it.live("Model routes the served names to the adapter, and only those", () =>
       OpenAiCompat.layer({ apiKey, baseUrl: server.url, retry: { times: 0 } }).pipe(Layer.provideMerge(Model.layer))
     ))
   }).pipe(Effect.scoped))
+
+describe("the Layer's HTTP client", () => {
+  it.live("keeps connections alive: the retries after two error bodies go over the first request's connection", () =>
+    Effect.gen(function*() {
+      let connections = 0
+      let requests = 0
+      const chunk = (delta: unknown, finish: string | null) =>
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+      const server = createServer((req, res) => {
+        req.resume()
+        req.on("end", () => {
+          if (++requests < 3) {
+            res.writeHead(500, { "content-type": "application/json" })
+            return res.end(JSON.stringify({ error: { message: "try again", type: "server_error" } }))
+          }
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          res.end(chunk({ content: "Hi" }, null) + chunk({}, "stop") + "data: [DONE]\n\n")
+        })
+      })
+      server.on("connection", () => void connections++)
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))),
+        () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const answer = yield* Model.use((model) => model.generate(request("gpt-5.4-mini", "hi"))).pipe(
+        Effect.provide(
+          OpenAiCompat.layer({ apiKey, baseUrl, model: "gpt-5.4-mini", retry: { times: 2, schedule: Schedule.spaced(Duration.zero) } }).pipe(
+            Layer.provideMerge(Model.layer)
+          )
+        )
+      )
+      expect(answer.message.content).toStrictEqual([{ type: "text", text: "Hi" }])
+      expect([requests, connections]).toStrictEqual([3, 1])
+    }).pipe(Effect.scoped))
+})
