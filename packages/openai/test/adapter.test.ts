@@ -474,8 +474,17 @@ describe("the Layer's HTTP client", () => {
       })
       server.on("connection", () => void connections++)
       yield* Effect.acquireRelease(
-        Effect.promise(() => new Promise<void>((resolve) => void server.listen(0, "127.0.0.1", () => resolve()))),
-        () => Effect.promise(() => new Promise<void>((resolve) => void server.close(() => resolve())))
+        Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            server.listen(0, "127.0.0.1", () => resolve())
+          })
+        ),
+        () =>
+          Effect.promise(() =>
+            new Promise<void>((resolve) => {
+              server.close(() => resolve())
+            })
+          )
       )
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       const answer = yield* Model.use((model) => model.generate(request("gpt-5.4-mini", "hi"))).pipe(
