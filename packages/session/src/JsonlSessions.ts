@@ -562,7 +562,7 @@ const parseLines = (file: string, data: Uint8Array, position: { line: number }):
   const torn: Torn | undefined = complete < data.length
     ? { line: position.line + 1, text: decoder.decode(data.subarray(complete)), bytes: data.length - complete }
     : undefined
-  return Result.succeed({ file, header: header.success, events, torn, bytes: complete })
+  return Result.succeed({ file, header: header.success, events: SessionEvent.decodedLog(events), torn, bytes: complete })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import * as Derivation from "./Derivation.ts"
 import * as Freeze from "./Freeze.ts"
 import * as Log from "./Log.ts"
 import { InvalidEventError } from "./SessionError.ts"
+import * as SessionEvents from "./SessionEvent.ts"
 import type {
   CoreEvent,
   CoreType,
@@ -115,7 +116,9 @@ const isDefinition = (u: unknown): u is Definition<ExtensionType, unknown> =>
 
 /**
  * What is wrong with a seed log, naming the first event that is wrong and what it holds; or
- * `undefined` when it is a log (events counting `seq` from 0 with no gap).
+ * `undefined` when it is a log: events counting `seq` from 0 with no gap, each a session
+ * event by its type's Schema (see `SessionEvent.problem`; not checked again for a log marked
+ * by `SessionEvent.decodedLog`).
  *
  * @since 0.1.0
  * @category guards
@@ -129,6 +132,12 @@ export const seedProblem = (seed: unknown): string | undefined => {
     if (seq !== i) {
       return `seed event ${i} has seq ${typeof seq === "string" ? JSON.stringify(seq) : HarnessError.describe(seq)}; a seed log must count from 0 with no gap`
     }
+  }
+  if (SessionEvents.isDecodedLog(seed)) return undefined
+  // a malformed event would be accepted here and refused by every flush after it
+  for (let i = 0; i < seed.length; i++) {
+    const problem = SessionEvents.problem(seed[i])
+    if (problem !== undefined) return `seed event ${i} is not a session event: ${problem}`
   }
   return undefined
 }

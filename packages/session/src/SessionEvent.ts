@@ -14,6 +14,7 @@
  * @since 0.1.0
  */
 import { Content, FinishReason, HarnessError, Ids, ModelRequest, StreamChunk, Usage } from "@dsh/llm"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 const Turn = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -338,6 +339,8 @@ const extensionTypePattern = /^[^/:\s]+:\S+$/
 
 const extensionTypeSchema = Schema.String.check(Schema.isPattern(extensionTypePattern))
 
+const extensionEventSchema = Schema.Struct({ type: extensionTypeSchema, ...envelope, data: Schema.Json })
+
 /**
  * The Schema of any event. A core event's data is checked by its type's Schema; an extension
  * event's data is kept as JSON (its definition's `decode` interprets it).
@@ -347,8 +350,70 @@ const extensionTypeSchema = Schema.String.check(Schema.isPattern(extensionTypePa
  */
 export const SessionEvent: Schema.Codec<SessionEvent, unknown> = Schema.Union([
   ...coreEventSchemas,
-  Schema.Struct({ type: extensionTypeSchema, ...envelope, data: Schema.Json })
+  extensionEventSchema
 ]) as unknown as Schema.Codec<SessionEvent, unknown>
+
+interface Conformance {
+  readonly is: (event: unknown) => boolean
+  readonly check: (event: unknown) => Result.Result<unknown, Schema.SchemaError>
+}
+
+// checked on the Type side: a seed holds events as a session does, not as a file encodes them
+const conformanceOf = (schema: Schema.Codec<unknown, unknown>): Conformance => ({
+  is: Schema.is(schema),
+  check: Schema.decodeUnknownResult(Schema.toType(schema))
+})
+
+const coreConformance = new Map<string, Conformance>(
+  coreTypes.map((type) => [type, conformanceOf(coreEventSchemaOf.get(type)!)])
+)
+
+const extensionConformance = conformanceOf(extensionEventSchema as unknown as Schema.Codec<unknown, unknown>)
+
+/**
+ * Why a value is not a session event, or `undefined` when it is one: the first violations
+ * the member of {@link SessionEvent} for its type finds, each with its path. A store checks
+ * every event of a seed log with it.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const problem = (event: unknown): string | undefined => {
+  const type = typeof event === "object" && event !== null ? (event as { readonly type?: unknown }).type : undefined
+  const conformance = typeof type !== "string"
+    ? undefined
+    : coreConformance.get(type) ?? (extensionTypePattern.test(type) ? extensionConformance : undefined)
+  if (conformance === undefined) {
+    return `its type is ${typeof type === "string" ? JSON.stringify(type) : HarnessError.describe(type)}: neither a core type nor an extension type (namespace:name)`
+  }
+  if (conformance.is(event)) return undefined
+  const checked = conformance.check(event)
+  return Result.isFailure(checked) ? checked.failure.message : undefined
+}
+
+const decodedLogs = new WeakSet<ReadonlyArray<SessionEvent>>()
+
+/**
+ * Marks a log every event of which was decoded through {@link SessionEvent} (what a
+ * persistence layer's `load` returns), so that a store seeded with it does not check each
+ * event again. The array is frozen: what was checked cannot change.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const decodedLog = (events: Array<SessionEvent>): ReadonlyArray<SessionEvent> => {
+  Object.freeze(events)
+  decodedLogs.add(events)
+  return events
+}
+
+/**
+ * Whether a log was marked by {@link decodedLog}.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isDecodedLog = (events: ReadonlyArray<SessionEvent>): boolean => decodedLogs.has(events)
 
 /**
  * The Schema of the events of one core type: the member of {@link SessionEvent} that checks

@@ -113,6 +113,10 @@ describe("JsonlSessions: format and write-behind", () => {
         expect(loaded.events).toStrictEqual(yield* session.events)
         expect(Note.decode(loaded.events[2]!)).toStrictEqual({ text: "hi" })
         expect(loaded.torn).toBeUndefined()
+        // decoded once: a store seeded with it does not check each event again, and it cannot change
+        expect(SessionEvent.isDecodedLog(loaded.events)).toBe(true)
+        expect(Object.isFrozen(loaded.events)).toBe(true)
+        expect(SessionEvent.isDecodedLog(yield* session.events)).toBe(false)
       }))
     ))
 

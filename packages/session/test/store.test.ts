@@ -57,6 +57,33 @@ describe("SessionStore", () => {
       expect((yield* store.create({ id: "ok", createdAt: 1_700_000_000_000 })).createdAt).toBe(1_700_000_000_000)
     }).pipe(Effect.provide(SessionStore.layer)))
 
+  it.effect("a seed event its type's Schema refuses fails with INVALID_SESSION naming the event and the path", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const refused = (seed: ReadonlyArray<unknown>) =>
+        Effect.flip(store.create({ seed: seed as ReadonlyArray<SessionEvent.SessionEvent> }))
+      const start = { type: "turn/start", seq: 0, time: 0, data: { turn: 1, trigger: "send" } }
+      const message = { type: "user/message", seq: 1, time: 0, data: user("hi") }
+      // a plausible hand-written mistake: a reason as a word where the contract has an object
+      const wrongReason = yield* refused([start, message, { type: "turn/end", seq: 2, time: 0, data: { turn: 1, reason: "completed" } }])
+      expect(wrongReason.code).toBe("INVALID_SESSION")
+      expect(wrongReason.message).toContain("seed event 2 is not a session event")
+      expect(wrongReason.message).toContain(`["data"]["reason"]`)
+      const unknownType = yield* refused([{ type: "turn/begin", seq: 0, time: 0, data: {} }])
+      expect(unknownType.message).toContain(`seed event 0 is not a session event: its type is "turn/begin": neither a core type nor an extension type`)
+      const badTime = yield* refused([{ ...start, time: -1 }])
+      expect(badTime.message).toContain(`["time"]`)
+      const notJson = yield* refused([{ type: "app:note", seq: 0, time: 0, data: { at: new Date(0) } }])
+      expect(notJson.message).toContain("seed event 0 is not a session event")
+      expect(yield* store.all).toStrictEqual([])
+      // well-formed core and extension events are taken as they are
+      const seeded = yield* store.create({
+        seed: [start, message, { type: "app:note", seq: 2, time: 5, data: { text: "kept" } }] as ReadonlyArray<SessionEvent.SessionEvent>
+      })
+      expect(seeded.seeded).toBe(3)
+      expect(yield* seeded.seq).toBe(3)
+    }).pipe(Effect.provide(SessionStore.layer)))
+
   it.effect("get finds an open session; list holds the open ones in creation order", () =>
     Effect.gen(function*() {
       const store = yield* SessionStore

@@ -345,7 +345,7 @@ const load = (sql: SqlClient.SqlClient, id: string): Effect.Effect<Loaded, Persi
       if (seq !== events.length) return yield* corrupt(id, seq, `expected seq ${events.length}`)
       events.push(yield* Effect.fromResult(readEvent(id, seq, event)))
     }
-    const loaded: Loaded = { id, createdAt: Number(row.created_at), events }
+    const loaded: Loaded = { id, createdAt: Number(row.created_at), events: SessionEvent.decodedLog(events) }
     return loaded
   }).pipe(Effect.withSpan("PgSessions.load", { attributes: { "dsh.session": id } }))
 
