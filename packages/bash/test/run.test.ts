@@ -144,9 +144,9 @@ describe("Bash.run", () => {
       expect(error).toMatchObject({ _tag: "CommandFailedError", code: "COMMAND_FAILED" })
       expect(error.message).toBe(
         "The bash backend's settings are invalid: " + [
-          `the settings hold "timout", which is no setting (known: shell, cwd, env, timeout, maxTimeout, killGrace, drainGrace, ` +
+          `the settings object has "timout", which is no option (known: shell, cwd, env, timeout, maxTimeout, killGrace, drainGrace, ` +
           "outputLimit, spillDirectory, jobEvents)",
-          `jobEvents holds "maxChar", which is no setting (known: interval, maxChars, budget)`,
+          `jobEvents has "maxChar", which is no option (known: interval, maxChars, budget)`,
           `shell must be the name or path of a shell, got ""`,
           `the environment variable name "A=B" is not valid (a name is not empty and holds no "=")`,
           "timeout must be longer than zero, got -1ms",

@@ -103,6 +103,21 @@ export const shown = (value: unknown): string => {
 }
 
 /**
+ * Why an options object holds keys its reader does not know, or `undefined` when it holds
+ * none: a misspelt `timout` would otherwise be dropped without a word and its default kept.
+ * `what` names the object in the message (`"the options object"`, `"jobEvents"`).
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const unknownKeys = (what: string, value: object, known: ReadonlyArray<string>): string | undefined => {
+  const unknown = Object.keys(value).filter((key) => !known.includes(key))
+  if (unknown.length === 0) return undefined
+  const names = unknown.map((key) => JSON.stringify(key)).join(", ")
+  return `${what} has ${names}, which ${unknown.length === 1 ? "is no option" : "are no options"} (known: ${known.join(", ")})`
+}
+
+/**
  * A URL as messages and logs show it: its credentials (`user:password@`) replaced by
  * `REDACTED`, its query by `?REDACTED` (where tokens hide), its fragment dropped. Text that
  * is no URL is shown as it is.

@@ -209,17 +209,6 @@ const optionNames = ["servers", "connectTimeout", "limits"]
 const stdioNames = ["command", "args", "env", "inheritEnv", "cwd", "timeout", "connectTimeout"]
 const httpNames = ["url", "headers", "timeout", "connectTimeout"]
 
-/**
- * Why an object holds a key the options do not know (a misspelt `enviroment` or `timout` would
- * otherwise be dropped without a word, its server started without it), or `undefined`.
- */
-const unknownKey = (what: string, value: Readonly<Record<string, unknown>>, known: ReadonlyArray<string>): string | undefined => {
-  const unknown = Object.keys(value).find((key) => !known.includes(key))
-  return unknown === undefined
-    ? undefined
-    : `${what} has an option ${JSON.stringify(unknown)} it does not know (known: ${known.join(", ")})`
-}
-
 /** A duration option: above zero, or why not (`name` is how the message calls it). */
 const durationOption = (name: string, input: unknown): Result.Result<Duration.Duration | undefined, string> => {
   if (input === undefined) return Result.succeed(undefined)
@@ -234,7 +223,7 @@ const durationOption = (name: string, input: unknown): Result.Result<Duration.Du
 const checkLimits = (limits: unknown): Result.Result<Limits, McpConnectError> => {
   if (limits === undefined) return Result.succeed(defaultLimits)
   if (!isRecord(limits)) return Result.fail(optionsError(`the option limits must be an object, got ${AdapterSettings.shown(limits)}`))
-  const unknown = unknownKey("the option limits", limits, Object.keys(defaultLimits))
+  const unknown = AdapterSettings.unknownKeys("the option limits", limits, Object.keys(defaultLimits))
   if (unknown !== undefined) return Result.fail(optionsError(unknown))
   for (const key of Object.keys(defaultLimits) as Array<keyof Limits>) {
     const value = limits[key]
@@ -344,7 +333,7 @@ const endpointOf = (name: string, config: unknown): Result.Result<runtime.Endpoi
   if (hasCommand === hasUrl) {
     return Result.fail(configError(name, hasCommand ? "it has both a command and a url" : "it has neither a command nor a url"))
   }
-  const unknown = unknownKey("its configuration", config, hasCommand ? stdioNames : httpNames)
+  const unknown = AdapterSettings.unknownKeys("its configuration", config, hasCommand ? stdioNames : httpNames)
   if (unknown !== undefined) return Result.fail(configError(name, unknown))
   return hasCommand ? stdioEndpoint(name, config as unknown as StdioServer) : httpEndpoint(name, config as unknown as HttpServer)
 }
@@ -366,7 +355,7 @@ const checkOptions = (
   options: Options
 ): Result.Result<{ readonly servers: ReadonlyArray<CheckedServer>; readonly limits: Limits }, McpConnectError> => {
   if (!isRecord(options)) return Result.fail(optionsError(`the options must be an object, got ${AdapterSettings.shown(options)}`))
-  const unknown = unknownKey("the options object", options, optionNames)
+  const unknown = AdapterSettings.unknownKeys("the options object", options, optionNames)
   if (unknown !== undefined) return Result.fail(optionsError(unknown))
   if (!isRecord(options.servers)) {
     return Result.fail(optionsError(`the option servers must be an object of servers by name, got ${AdapterSettings.shown(options.servers)}`))

@@ -50,11 +50,11 @@ describe("Mcp.layer's options", () => {
       )
       // a misspelt option is refused, not dropped
       expect(yield* failure({ servers: {}, connectTimout: "1 second" })).toStrictEqual(
-        refused(`MCP servers cannot be started: the options object has an option "connectTimout" it does not know (known: servers, connectTimeout, limits)`)
+        refused(`MCP servers cannot be started: the options object has "connectTimout", which is no option (known: servers, connectTimeout, limits)`)
       )
       expect(yield* failure({ servers: {}, limits: { maxDepth: 3 } })).toStrictEqual(
         refused(
-          `MCP servers cannot be started: the option limits has an option "maxDepth" it does not know ` +
+          `MCP servers cannot be started: the option limits has "maxDepth", which is no option ` +
             "(known: maxSchemaDepth, maxSchemaBytes, maxDescriptionLength, maxResultLength)"
         )
       )
@@ -89,12 +89,12 @@ describe("Mcp.layer's options", () => {
       )
       expect(yield* failure({ servers: { cli: { command: node, arg: ["server.js"] } } })).toStrictEqual(
         refused(
-          `MCP server "cli" cannot be started: its configuration has an option "arg" it does not know ` +
+          `MCP server "cli" cannot be started: its configuration has "arg", which is no option ` +
             "(known: command, args, env, inheritEnv, cwd, timeout, connectTimeout)"
         )
       )
       expect(yield* failure({ servers: { web: { url: nowhere, header: { authorization: "t" } } } })).toStrictEqual(
-        refused(`MCP server "web" cannot be started: its configuration has an option "header" it does not know (known: url, headers, timeout, connectTimeout)`)
+        refused(`MCP server "web" cannot be started: its configuration has "header", which is no option (known: url, headers, timeout, connectTimeout)`)
       )
       expect(yield* failure({ servers: { web: { url: nowhere, headers: { "x token": "t" } } } })).toStrictEqual(
         refused('MCP server "web" cannot be started: its header name "x token" cannot be sent: it must be an HTTP token')

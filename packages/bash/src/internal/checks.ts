@@ -51,29 +51,21 @@ const durationProblem = (
 const pathProblem = (name: string, u: unknown): string | undefined =>
   u === undefined || typeof u === "string" ? undefined : `${name} must be a path, got ${shown(u)}`
 
+const settingNames = ["shell", "cwd", "env", "timeout", "maxTimeout", "killGrace", "drainGrace", "outputLimit", "spillDirectory", "jobEvents"]
+const jobEventNames = ["interval", "maxChars", "budget"]
+
 /**
  * Why a layer's settings cannot be used, each problem naming its setting. Counts (`outputLimit`,
  * `jobEvents.maxChars`, `jobEvents.budget`) are not checked: a count out of its range is
  * brought into it, as the settings say.
  */
-const settingNames = ["shell", "cwd", "env", "timeout", "maxTimeout", "killGrace", "drainGrace", "outputLimit", "spillDirectory", "jobEvents"]
-const jobEventNames = ["interval", "maxChars", "budget"]
-
-// A misspelt setting (`timout`) would otherwise be dropped without a word, its default kept.
-const unknownProblem = (what: string, value: Readonly<Record<string, unknown>>, known: ReadonlyArray<string>): string | undefined => {
-  const unknown = Object.keys(value).filter((key) => !known.includes(key))
-  return unknown.length === 0
-    ? undefined
-    : `${what} hold${what === "jobEvents" ? "s" : ""} ${unknown.map((key) => JSON.stringify(key)).join(", ")}, which ${unknown.length === 1 ? "is no setting" : "are no settings"} (known: ${known.join(", ")})`
-}
-
 export const settingsProblems = (options: unknown): ReadonlyArray<string> => {
   if (options === undefined) return []
   if (!isRecord(options)) return [`the settings must be an object, got ${shown(options)}`]
   const { jobEvents, shell } = options
   const problems = [
-    unknownProblem("the settings", options, settingNames),
-    isRecord(jobEvents) ? unknownProblem("jobEvents", jobEvents, jobEventNames) : undefined,
+    AdapterSettings.unknownKeys("the settings object", options, settingNames),
+    isRecord(jobEvents) ? AdapterSettings.unknownKeys("jobEvents", jobEvents, jobEventNames) : undefined,
     shell === undefined || (typeof shell === "string" && shell !== "")
       ? undefined
       : `shell must be the name or path of a shell, got ${shown(shell)}`,
