@@ -25,7 +25,7 @@
  * @since 0.1.0
  */
 import { type Agent, Agents, AgentHooks, Hooks, InvalidInputError } from "@dsh/agent"
-import { HarnessError, ScopedList } from "@dsh/llm"
+import { AdapterSettings, HarnessError, ScopedList } from "@dsh/llm"
 import { Invariants } from "@dsh/invariants"
 import { AgentLoop } from "@dsh/loop"
 import { Model, ModelRegistry } from "@dsh/model"
@@ -156,6 +156,8 @@ const refusal = (options: unknown): ToolErrors.InvalidToolError | SessionErrors.
     })
   }
   const problems = [
+    // a misspelt `session` or `tool` would otherwise be dropped without a word, its default kept
+    ...[AdapterSettings.unknownKeys("the options object", options, layerOptionNames) ?? []].flat(),
     ...(Layer.isLayer(options["model"]) ? [] : [`model must be an adapter Layer (DeepSeek.layer(), ScriptedModel.layer({ script }), …), got ${shown(options["model"])}`]),
     ...listProblems("prompt", options["prompt"], isSection, "a section { name, content }", " (the agent's own prompt is Dsh.agent({ prompt }))"),
     ...hookProblems(options["hooks"]),
@@ -167,6 +169,8 @@ const refusal = (options: unknown): ToolErrors.InvalidToolError | SessionErrors.
   ]
   return problems.length === 0 ? undefined : invalidOptions(problems)
 }
+
+const layerOptionNames = ["model", "tools", "sessions", "prompt", "hooks", "toolMiddleware", "invariants"]
 
 const invalidOptions = (problems: ReadonlyArray<string>) =>
   new InvalidInputError({ message: `Dsh.layer was not built: ${problems.join("; ")}`, agentId: "" })
@@ -255,7 +259,7 @@ export const agent = (
   Effect.gen(function*() {
     const agents = yield* Agents
     // options of another shape (past the types) are create's to refuse, naming them
-    if (typeof options !== "object" || options === null) return yield* agents.create(options as never)
+    if (typeof options !== "object" || options === null || Array.isArray(options)) return yield* agents.create(options as never)
     const model = options.model ?? (yield* defaultModel)
     return yield* agents.create({ ...options, model })
   })

@@ -59,6 +59,12 @@ describe("Dsh.layer options past the types", () => {
       expect(yes.message).toContain(`invariants must be true or false, got "yes"`)
       const noModel = yield* buildWith({ model: "deepseek" })
       expect(noModel.message).toContain(`model must be an adapter Layer`)
+      // a misspelt key would be dropped, its default kept: `session` leaves the sessions in memory
+      const misspelt = yield* buildWith({ session: { directory: "sessions" }, tool: [echo] })
+      expect(misspelt).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+      expect(misspelt.message).toContain(
+        `the options object has "session", "tool", which are no options (known: model, tools, sessions, prompt, hooks, toolMiddleware, invariants)`
+      )
       const noOptions = yield* buildWith(null)
       expect(noOptions).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
     }))
@@ -83,9 +89,25 @@ describe("Dsh.layer options past the types", () => {
 describe("Dsh.agent options past the types", () => {
   it.effect("options that are no object: INVALID_INPUT, not a defect", () =>
     Effect.gen(function*() {
-      for (const options of [null, "scripted"]) {
+      for (const options of [null, "scripted", []]) {
         const failed = yield* Effect.flip(Dsh.agent(options as never))
         expect(failed).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+        expect(failed.message).toContain("its options must be an object")
       }
+    }).pipe(Effect.scoped, Effect.provide(Dsh.layer({ model }))))
+
+  it.effect("a key that is no option, or providerOptions that are no object: INVALID_INPUT naming it, no agent", () =>
+    Effect.gen(function*() {
+      const misspelt = yield* Effect.flip(Dsh.agent({ maxStep: 1, tools: [echo] } as never))
+      expect(misspelt).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
+      expect(misspelt.message).toContain(`the options object has "maxStep", "tools", which are no options (known: model, id, prompt, session,`)
+      const session = yield* Effect.flip(Dsh.agent({ session: { id: "s", seeds: [] } } as never))
+      expect(session.message).toContain(`session has "seeds", which is no option (known: id, seed, fork, through, resume)`)
+      for (const providerOptions of ["x", [], { openai: 10n }]) {
+        const refused = yield* Effect.flip(Dsh.agent({ providerOptions } as never))
+        expect(refused.message).toContain("providerOptions must be an object of JSON values by provider name")
+      }
+      const agent = yield* Dsh.agent({ providerOptions: { openai: { seed: 1 } }, session: { id: "kept" } })
+      expect((yield* agent.run("hi")).text).toBe("ok")
     }).pipe(Effect.scoped, Effect.provide(Dsh.layer({ model }))))
 })

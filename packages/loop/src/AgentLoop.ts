@@ -64,6 +64,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { dispose, makeHandle, makeState } from "./internal/agent.ts"
 import { budgetOf, problemsOf as compactionProblems } from "./internal/compaction.ts"
@@ -137,6 +138,14 @@ export const layer: Layer.Layer<
   })
 )
 
+const optionNames: ReadonlyArray<keyof Agent.Options> = [
+  "model", "id", "prompt", "session", "maxSteps", "maxInvalidArgs", "abortGrace", "temperature", "maxTokens", "providerOptions", "compaction"
+]
+
+const sessionSourceNames = ["id", "seed", "fork", "through", "resume"]
+
+const isProviderOptions = Schema.is(Schema.Record(Schema.String, Schema.Json))
+
 /** Refuses options out of their ranges, naming each (a mistake there is found at creation, not mid-session). */
 const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<void, InvalidInputError> => {
   if (!isRecord(options)) {
@@ -148,6 +157,9 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
       problems.push(`${name} must be an integer ≥ ${min}, got ${HarnessError.describe(value)}`)
     }
   }
+  // a misspelt `maxStep` would otherwise be dropped without a word, its default kept
+  const unknown = AdapterSettings.unknownKeys("the options object", options, optionNames)
+  if (unknown !== undefined) problems.push(unknown)
   if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
   count("maxSteps", options.maxSteps, 1)
   count("maxInvalidArgs", options.maxInvalidArgs, 1)
@@ -160,6 +172,9 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
     problems.push(`temperature must be a number from 0 to 2, got ${HarnessError.describe(options.temperature)}`)
   }
   count("maxTokens", options.maxTokens, 1)
+  if (options.providerOptions !== undefined && !isProviderOptions(options.providerOptions)) {
+    problems.push(`providerOptions must be an object of JSON values by provider name, got ${HarnessError.describe(options.providerOptions)}`)
+  }
   problems.push(...compactionProblems(options.compaction))
   problems.push(...sessionProblems(options.session))
   if (problems.length === 0) return Effect.void
@@ -172,11 +187,12 @@ const sessionProblems = (source: Agent.SessionSource | undefined): ReadonlyArray
   if (typeof source !== "object" || source === null || Array.isArray(source)) {
     return [`session must be { id?, seed? }, { id?, fork, through? } or { resume }, got ${HarnessError.describe(source)}`]
   }
+  const unknown = AdapterSettings.unknownKeys("session", source, sessionSourceNames)
   const id: unknown = "id" in source ? source.id : undefined
   const idProblem = id !== undefined && (typeof id !== "string" || id === "")
     ? [`session.id must be a non-empty string, got ${HarnessError.describe(id)}`]
     : []
-  return [...idProblem, ...seedProblems(source), ...sessionValueProblems(source)]
+  return [...(unknown === undefined ? [] : [unknown]), ...idProblem, ...seedProblems(source), ...sessionValueProblems(source)]
 }
 
 /** What is wrong with the session given to resume or to fork: it must be a session (possible past the types). */
