@@ -20,6 +20,7 @@
  * | `duplicate-finish` | a second `finish` | ignores it |
  * | `chunk-after-finish` | any other chunk after `finish`, or any chunk after `done()` | ignores it |
  * | `missing-finish` | the input ended without `finish` | the result has no finish reason |
+ * | `malformed-chunk` | a value that is no stream chunk (`null`, a `text-delta` without its `delta`; see `StreamChunk.problem`) | ignores it |
  *
  * Blocks appear in the message ordered by `index` (blocks sharing an index in the order they
  * ended). Only open blocks hold accumulation state; an ended block is final. `usage` chunks
@@ -33,7 +34,7 @@ import type { ContentBlock, ToolCallBlock } from "./Content.ts"
 import type { FinishReason } from "./FinishReason.ts"
 import type { CallId } from "./Ids.ts"
 import type { Message } from "./Message.ts"
-import type { StreamChunk } from "./StreamChunk.ts"
+import { problem, type StreamChunk } from "./StreamChunk.ts"
 import type { Usage } from "./Usage.ts"
 
 /**
@@ -54,6 +55,7 @@ export type AnomalyKind =
   | "duplicate-finish"
   | "chunk-after-finish"
   | "missing-finish"
+  | "malformed-chunk"
 
 /**
  * A repair the assembler made to a malformed chunk sequence.
@@ -248,6 +250,9 @@ export const make = (): Assembler => {
   }
 
   const pushOne = (chunk: StreamChunk): Anomaly | undefined => {
+    // past the types (an adapter's or a middleware's bug): repaired by dropping it, never a throw
+    const malformed = problem(chunk)
+    if (malformed !== undefined) return report("malformed-chunk", `a value that is no stream chunk (${malformed}); ignored`)
     if (result !== undefined) {
       // `done()` already returned its result; this anomaly is only returned by `push`
       return report("chunk-after-finish", `${chunk.type} after the input was ended with done(); ignored`)

@@ -18,6 +18,7 @@
  */
 import * as Schema from "effect/Schema"
 import { ContentBlock } from "./Content.ts"
+import { describe } from "./HarnessError.ts"
 import { FinishReason } from "./FinishReason.ts"
 import { CallId } from "./Ids.ts"
 import { Usage } from "./Usage.ts"
@@ -151,6 +152,57 @@ export type UsageChunk = typeof UsageChunk.Type
  * @category models
  */
 export type Finish = typeof Finish.Type
+
+const isIndex = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+
+const isContentBlock = Schema.is(ContentBlock)
+const isUsage = Schema.is(Usage)
+const isFinishReason = Schema.is(FinishReason)
+
+// what a chunk of a known type lacks, checked by hand: the deltas are most of a stream, and a
+// Schema check of each would cost more than the rest of its handling
+const fieldProblem = (chunk: Record<string, unknown>): string | undefined => {
+  switch (chunk["type"]) {
+    case "block-start":
+      return !isIndex(chunk["index"]) ? "its index is no integer ≥ 0" : typeof chunk["blockType"] !== "string" ? "its blockType is no string" : undefined
+    case "text-delta":
+    case "reasoning-delta":
+      return !isIndex(chunk["index"]) ? "its index is no integer ≥ 0" : typeof chunk["delta"] !== "string" ? "its delta is no string" : undefined
+    case "tool-call-delta":
+      return !isIndex(chunk["index"])
+        ? "its index is no integer ≥ 0"
+        // a missing id is the assembler's to repair (a later delta's id is the call's), and
+        // the conformance kit's to report
+        : chunk["id"] != null && typeof chunk["id"] !== "string"
+        ? "its id is no string"
+        : chunk["name"] !== undefined && typeof chunk["name"] !== "string"
+        ? "its name is no string"
+        : typeof chunk["argumentsDelta"] !== "string"
+        ? "its argumentsDelta is no string"
+        : undefined
+    case "block-end":
+      return !isIndex(chunk["index"]) ? "its index is no integer ≥ 0" : !isContentBlock(chunk["block"]) ? "its block is no content block" : undefined
+    case "usage":
+      return isUsage(chunk["usage"]) ? undefined : "its usage is no usage (token counts)"
+    case "finish":
+      return isFinishReason(chunk["reason"]) ? undefined : "its reason is no finish reason"
+    default:
+      return `its type is ${typeof chunk["type"] === "string" ? JSON.stringify(chunk["type"]) : describe(chunk["type"])}, no chunk type`
+  }
+}
+
+/**
+ * Why a value is not a stream chunk, in words naming the field, or `undefined` when it is one.
+ * Meant for each chunk of a stream (the deltas are checked without Schema): the model seam
+ * refuses a stream holding one that is not, rather than log it or hand it to the assembler.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const problem = (chunk: unknown): string | undefined =>
+  typeof chunk !== "object" || chunk === null || Array.isArray(chunk)
+    ? `it is ${describe(chunk)}, not an object`
+    : fieldProblem(chunk as Record<string, unknown>)
 
 /**
  * @since 0.1.0

@@ -14,10 +14,11 @@
  * | `block-end-once` | end every started block exactly once, and only started ones |
  * | `block-end-agrees` | carry in `block-end` the block its deltas built |
  * | `tool-call-identity` | give every tool-call delta a non-empty id, one id and one name per call, and every call a name |
+ * | `chunk-shape` | be stream chunks: objects of a chunk type, with the fields of their type (`StreamChunk.problem`) |
  *
  * @since 0.1.0
  */
-import { Assembler, type StreamChunk } from "@dsh/llm"
+import { Assembler, StreamChunk } from "@dsh/llm"
 
 /**
  * @since 0.1.0
@@ -32,6 +33,7 @@ export type Rule =
   | "block-end-once"
   | "block-end-agrees"
   | "tool-call-identity"
+  | "chunk-shape"
 
 /**
  * All rules, in the order of the table above.
@@ -47,7 +49,8 @@ export const rules: ReadonlyArray<Rule> = [
   "block-start-once",
   "block-end-once",
   "block-end-agrees",
-  "tool-call-identity"
+  "tool-call-identity",
+  "chunk-shape"
 ]
 
 /**
@@ -76,7 +79,8 @@ const ruleOf: Record<Assembler.AnomalyKind, Rule> = {
   "unclosed-block": "block-end-once",
   "duplicate-finish": "finish-once",
   "chunk-after-finish": "nothing-after-finish",
-  "missing-finish": "finish-once"
+  "missing-finish": "finish-once",
+  "malformed-chunk": "chunk-shape"
 }
 
 // What is wrong with a tool-call delta's id, if anything. Every delta carries it, not only the
@@ -100,17 +104,19 @@ export const check = (chunks: ReadonlyArray<StreamChunk.StreamChunk>): ReadonlyA
   let repaired = 0
   let finished = false
   chunks.forEach((chunk, position) => {
-    if (chunk.type === "usage" && finished) {
+    // a value that is no chunk is the assembler's to report (malformed-chunk), not to read here
+    const shaped = StreamChunk.problem(chunk) === undefined
+    if (shaped && chunk.type === "usage" && finished) {
       violations.push({ rule: "usage-before-finish", position, message: "usage after finish" })
     }
-    const unidentified = chunk.type === "tool-call-delta" ? missingId(chunk) : undefined
+    const unidentified = shaped && chunk.type === "tool-call-delta" ? missingId(chunk) : undefined
     if (unidentified !== undefined) {
       violations.push({ rule: "tool-call-identity", position, message: unidentified })
     }
     const anomalies = assembler.push(chunk)
     repaired += anomalies.length
     for (const anomaly of anomalies) violations.push({ rule: ruleOf[anomaly.kind], position, message: anomaly.message })
-    if (chunk.type === "finish") finished = true
+    if (shaped && chunk.type === "finish") finished = true
   })
   const assembled = assembler.done()
   // what closing the input repaired (blocks left open, no finish) belongs to its end

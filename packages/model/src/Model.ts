@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Assembler, LlmError, Middleware, type ModelRequest, type ScopedList, type StreamChunk } from "@dsh/llm"
+import { Assembler, LlmError, Middleware, type ModelRequest, type ScopedList, StreamChunk } from "@dsh/llm"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -38,6 +38,53 @@ export type ChunkStream = Stream.Stream<StreamChunk.StreamChunk, ModelError>
  * @category models
  */
 export type ModelMiddleware = Middleware.Middleware<ModelRequest.ModelRequest, ChunkStream>
+
+/** Where the first value that is no stream chunk sits in a batch, and why, or `undefined`. */
+const firstMalformed = (chunks: ReadonlyArray<unknown>): { readonly at: number; readonly why: string } | undefined => {
+  for (let at = 0; at < chunks.length; at++) {
+    const why = StreamChunk.problem(chunks[at])
+    if (why !== undefined) return { at, why }
+  }
+  return undefined
+}
+
+// an adapter's or a middleware's bug: logged or assembled, it would break the turn's closing
+const malformed = (request: ModelRequest.ModelRequest, position: number, why: string) =>
+  new LlmError.LlmProtocolError({
+    message: `the response of model "${request.model}" was cut at its chunk ${position}, which is no stream chunk: ${why}`
+  })
+
+/** Hands `f` each batch up to the first value that is no stream chunk, then fails with `LLM_PROTOCOL`. */
+const checkedBatches = <E, R>(
+  request: ModelRequest.ModelRequest,
+  f: (chunks: ReadonlyArray<StreamChunk.StreamChunk>) => Effect.Effect<void, E, R>
+) => {
+  let seen = 0
+  return (chunks: ReadonlyArray<StreamChunk.StreamChunk>): Effect.Effect<void, E | LlmError.LlmProtocolError, R> => {
+    const bad = firstMalformed(chunks)
+    const before = seen
+    seen += chunks.length
+    if (bad === undefined) return f(chunks)
+    const failure = Effect.fail(malformed(request, before + bad.at, bad.why))
+    return bad.at === 0 ? failure : Effect.andThen(f(chunks.slice(0, bad.at)), failure)
+  }
+}
+
+/** The stream up to the first value that is no stream chunk, then a failure with `LLM_PROTOCOL`. */
+const checkedStream = (request: ModelRequest.ModelRequest, stream: ChunkStream): ChunkStream =>
+  Stream.transformPull(stream, (pull) =>
+    Effect.sync(() => {
+      let seen = 0
+      let failure: LlmError.LlmProtocolError | undefined
+      return Effect.flatMap(Effect.suspend(() => (failure === undefined ? pull : Effect.fail(failure))), (chunks) => {
+        const bad = firstMalformed(chunks)
+        const before = seen
+        seen += chunks.length
+        if (bad === undefined) return Effect.succeed(chunks)
+        failure = malformed(request, before + bad.at, bad.why)
+        return bad.at === 0 ? Effect.fail(failure) : Effect.succeed(chunks.slice(0, bad.at) as unknown as typeof chunks)
+      })
+    }))
 
 /**
  * @since 0.1.0
@@ -88,7 +135,7 @@ export class Model extends Context.Service<Model, {
       // No stack trace on the span: capturing one cost ~6 µs per request (a third of opening a
       // model stream), and the call site is the agent loop, whose step span says where it is.
       const stream = (request: ModelRequest.ModelRequest): ChunkStream =>
-        chain.apply(request, terminal).pipe(
+        checkedStream(request, chain.apply(request, terminal)).pipe(
           Stream.withSpan("Model.stream", { attributes: { "dsh.model": request.model }, captureStackTrace: false })
         )
 
@@ -99,9 +146,12 @@ export class Model extends Context.Service<Model, {
         // With no middleware the adapter's stream is run as it is: wrapping it for the chain
         // (`Stream.unwrap`, `Stream.suspend`) costs a dozen Effect operations per request. A
         // throwing `adapter.stream` is a defect either way.
-        (chain.current().length === 0
-          ? Effect.flatMap(registry.resolve(request.model), (adapter) => Stream.runForEachArray(adapter.stream(request), f))
-          : Stream.runForEachArray(chain.apply(request, terminal), f)).pipe(
+        Effect.suspend(() => {
+          const checked = checkedBatches(request, f)
+          return chain.current().length === 0
+            ? Effect.flatMap(registry.resolve(request.model), (adapter) => Stream.runForEachArray(adapter.stream(request), checked))
+            : Stream.runForEachArray(chain.apply(request, terminal), checked)
+        }).pipe(
             Effect.withSpan("Model.stream", { attributes: { "dsh.model": request.model } }, { captureStackTrace: false })
           )
 

@@ -214,6 +214,13 @@ describe("ChunkContract.check on broken sequences", () => {
     ])
   })
 
+  it("values that are no chunks break chunk-shape, and check reads them without throwing", () => {
+    for (const bad of [null, undefined, 42, { type: "bogus" }, { type: "text-delta", index: "0", delta: "x" }, { type: "usage", usage: { inputTokens: -1 } }]) {
+      const chunks = [S.blockStart(0, "text"), bad as unknown as S.StreamChunk, S.textDelta(0, "hi"), S.blockEnd(0, hi), S.finish(FinishReason.stop)]
+      expect(found(chunks)).toStrictEqual([{ rule: "chunk-shape", position: 1 }])
+    }
+  })
+
   it("every rule of ChunkContract.rules is reachable and has a distinct name", () => {
     const broken: ReadonlyArray<ReadonlyArray<S.StreamChunk>> = [
       ok.slice(0, 3),
@@ -222,7 +229,8 @@ describe("ChunkContract.check on broken sequences", () => {
       [S.blockStart(0, "text"), ...ok],
       [S.blockEnd(0, hi), S.finish(FinishReason.stop)],
       [...ok.slice(0, 2), S.blockEnd(0, Content.text("bye")), S.finish(FinishReason.stop)],
-      [S.blockStart(0, "tool-call"), S.toolCallDelta(0, id(""), "{}", "t"), S.finish(FinishReason.toolCalls)]
+      [S.blockStart(0, "tool-call"), S.toolCallDelta(0, id(""), "{}", "t"), S.finish(FinishReason.toolCalls)],
+      [null as unknown as S.StreamChunk, ...ok]
     ]
     const seen = new Set(broken.flatMap((chunks) => ChunkContract.check(chunks).map((v) => v.rule)))
     expect([...seen].sort()).toStrictEqual([...ChunkContract.rules].sort())

@@ -52,6 +52,36 @@ describe("Model.stream / Model.generate", () => {
       expect(chunks).toStrictEqual(Assembler.toChunks(blocks, { usage }))
     }).pipe(Effect.provide(scripted({ script: [reply.blocks(blocks, { usage })] }))))
 
+  it.effect("a value that is no stream chunk cuts the response there with LLM_PROTOCOL; what came before is delivered", () =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      const good = Assembler.toChunks([Content.text("hi")]).slice(0, 2)
+      for (const [bad, why] of [
+        [null, "it is null, not an object"],
+        [{ type: "text-delta", index: 0 }, "its delta is no string"],
+        [{ type: "text-delta", index: -1, delta: "x" }, "its index is no integer ≥ 0"],
+        [{ type: "finish", reason: { kind: "wat" } }, "its reason is no finish reason"],
+        [{ type: "bogus" }, `its type is "bogus", no chunk type`]
+      ] as const) {
+        const { chunks, exit } = yield* drain(model.stream(request(JSON.stringify(bad))))
+        expect(chunks).toStrictEqual(good)
+        const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+        expect(error).toBeInstanceOf(LlmError.LlmProtocolError)
+        expect((error as LlmError.LlmProtocolError).message).toBe(
+          `the response of model "scripted" was cut at its chunk 2, which is no stream chunk: ${why}`
+        )
+      }
+      // runStream: the batch up to the bad value, then the failure
+      const delivered: Array<StreamChunk.StreamChunk> = []
+      const failed = yield* Effect.flip(model.runStream(request("again"), (chunks) => Effect.sync(() => void delivered.push(...chunks))))
+      expect(delivered).toStrictEqual(good)
+      expect(failed.code).toBe("LLM_PROTOCOL")
+      expect(failed.message).toContain("its chunk 2, which is no stream chunk: it is undefined, not an object")
+    }).pipe(Effect.provide(scripted({
+      script: [null, { type: "text-delta", index: 0 }, { type: "text-delta", index: -1, delta: "x" }, { type: "finish", reason: { kind: "wat" } }, { type: "bogus" }, undefined]
+        .map((bad) => reply.chunks([...Assembler.toChunks([Content.text("hi")]).slice(0, 2), bad as unknown as StreamChunk.StreamChunk]))
+    }))))
+
   it.effect("generate returns the assembled message, usage and finish reason", () =>
     Effect.gen(function*() {
       const assembled = yield* (yield* Model).generate(request("hi"))

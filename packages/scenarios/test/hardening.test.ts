@@ -6,11 +6,11 @@
  */
 import { AgentHooks } from "@dsh/agent"
 import { Content, FinishReason, type HarnessError, History, Ids } from "@dsh/llm"
-import { ScriptedModel } from "@dsh/model"
+import { Model, ScriptedModel } from "@dsh/model"
 import { FlushCheckpoint, type SessionEvent, SessionStore } from "@dsh/session"
 import { Tool } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Logger, Schema, Scope, Exit } from "effect"
+import { Deferred, Effect, Fiber, Logger, Schema, Scope, Stream, Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { create, endReasons, type Event, kinds, makeGate, ofType, register, requests, run, statuses, TestLayer, textOf, turnEvents, waitFor } from "./helpers.ts"
 
@@ -653,4 +653,29 @@ describe("#13.13 an agent on a log cut mid-turn", () => {
       expect(statuses(events, second.id)).toStrictEqual(["idle", "running", "idle"])
       expect((yield* (yield* SessionStore).list).map((s) => s.id)).toStrictEqual(["kept"])
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("ok"), reply.text("ok again")] }))))
+})
+
+describe("values that are no stream chunks", () => {
+  it.effect("a model middleware that returns nothing for some chunks: the turn ends LLM_PROTOCOL, nothing malformed is logged, the next turn runs", () =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      const scope = yield* Scope.make()
+      // a plausible slip: a map that forgets to return the chunks it does not rewrite
+      yield* model.use({
+        name: "shout",
+        around: (request, next) =>
+          Stream.map(next(request), (chunk) => (chunk.type === "text-delta" ? { ...chunk, delta: chunk.delta.toUpperCase() } : undefined) as never)
+      }).pipe(Scope.provide(scope))
+      const agent = yield* create()
+      yield* run(agent, "hi")
+      yield* Scope.close(scope, Exit.void)
+      yield* run(agent, "again")
+      const events = yield* agent.session.events
+      expect(endReasons(events)).toStrictEqual([
+        { kind: "error", code: "LLM_PROTOCOL", message: `the response of model "scripted" was cut at its chunk 0, which is no stream chunk: it is undefined, not an object` },
+        { kind: "completed" }
+      ])
+      expect(ofType(events, "assistant/chunk").every((e) => typeof e.data.chunk === "object" && e.data.chunk !== null)).toBe(true)
+      expect(textOf(ofType(events, "assistant/message").at(-1)!.data.content)).toBe("ok")
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hello"), reply.text("ok")] }))))
 })
