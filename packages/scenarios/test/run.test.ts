@@ -306,5 +306,31 @@ describe("agent.run with an output Schema", () => {
         ]
       }))
     ))
+
+  it.effect("messages queued before a run owing an answer are answered in a turn before it, in prose", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      yield* agent.send("I am in Oslo.")
+      const plain = yield* Effect.forkChild(agent.run("noted?"), { startImmediately: true })
+      const typed = yield* agent.run("weather?", { output: Weather })
+      expect(typed.output).toStrictEqual({ city: "Oslo", celsius: 1 })
+      expect(typed.turn).toBe(2)
+      const first = yield* Fiber.join(plain)
+      expect([first.turn, first.text]).toStrictEqual([1, "noted"])
+      const events = yield* agent.session.events
+      // the prose answer was no failed typed answer: turn 1 offered no final_answer tool
+      const requests = yield* (yield* ScriptedModel.ScriptedModel).requests
+      expect(requests.map((request) => (request.tools ?? []).map((tool) => tool.name))).toStrictEqual([["echo"], ["echo", "final_answer"]])
+      expect(ofType(events, "user/message").map((e) => [textOf(e.data.content)])).toStrictEqual([["I am in Oslo."], ["noted?"], ["weather?"]])
+      expect(ofType(events, "turn/start").length).toBe(2)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.text("noted"),
+          reply.toolCalls([{ name: "final_answer", arguments: { city: "Oslo", celsius: 1 } }])
+        ]
+      }))
+    ))
 })
 

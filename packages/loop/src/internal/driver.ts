@@ -70,11 +70,12 @@ const nextTurn = (env: Env, state: AgentState): Effect.Effect<void> =>
 
 /**
  * The messages of the next turn: everything queued, except that a message owing a typed answer
- * ends the batch (its turn answers it, and only it decides the answer's Schema).
+ * has a turn of its own — the messages queued before it are answered first, in prose, and
+ * those behind it wait for the next turn (its turn answers it alone, through its Schema).
  */
 const takeBatch = (state: AgentState): ReadonlyArray<Pending> => {
   const typed = state.queued.findIndex((pending) => pending.output !== undefined)
-  return state.queued.splice(0, typed < 0 ? state.queued.length : typed + 1)
+  return state.queued.splice(0, typed < 0 ? state.queued.length : typed === 0 ? 1 : typed)
 }
 
 const failedReport = (turn: number, failure: Failure): TurnReport => ({
