@@ -225,6 +225,9 @@ describe("HarnessError.describe: any failure in words, never [object Object]", (
     const cyclic: Record<string, unknown> = { reason: "disk full" }
     cyclic["self"] = cyclic
     expect(HarnessError.describe(cyclic)).toBe(`{"reason":"disk full","self":[Circular]}`)
+    // a Promise looks like an empty object, which would hide what was given (an async function's result)
+    expect(HarnessError.describe(Promise.resolve(1))).toBe("a Promise")
+    expect(HarnessError.describe({ pending: Promise.resolve(1) })).toBe(`{"pending":[Promise]}`)
     const cyclicMessage: Record<string, unknown> = { message: "with a cycle" }
     cyclicMessage["self"] = cyclicMessage
     expect(HarnessError.describe(cyclicMessage)).toBe("with a cycle")

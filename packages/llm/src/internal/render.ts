@@ -60,6 +60,8 @@ export const render = (value: unknown): string => {
     const object = node as object
     if (seen.has(object)) return "[Circular]"
     if (object instanceof Error) return `[${object.name}: ${object.message}]`
+    // it renders as the empty object it looks like, which hides what was given (an async function's result)
+    if (object instanceof Promise) return depth === 0 ? "a Promise" : "[Promise]"
     if (depth >= maxDepth) return Array.isArray(object) ? "[…]" : "{…}"
     seen.add(object)
     try {
