@@ -350,27 +350,30 @@ const isThenable = (u: unknown): boolean => {
 
 const returnedWhat = (returned: unknown): string => (isThenable(returned) ? "a Promise" : HarnessError.describe(returned))
 
-const isContent = Schema.is(Content.ToolResultContent)
+// decoded on the Type side: a block comes back with its declared keys only, so a key of its own
+// (a BigInt, a cycle) cannot reach the log, where `JSON.stringify` of the history would throw
+const decodeBlocks = Schema.decodeUnknownResult(Schema.Array(Schema.toType(Content.ToolResultContent)))
 
 // Types rule out anything but text or content blocks, but raw tools wrap code we do not own
-// (an MCP server), and a malformed block would reach the session log and the provider: why
-// the output cannot be sent on, or `undefined` when it can.
-const outputProblem = (output: unknown): string | undefined => {
-  if (typeof output === "string") return undefined
-  if (!Array.isArray(output) || !output.every(isContent)) return "it returned neither text nor content blocks"
+// (an MCP server), and a malformed block would reach the session log and the provider: the
+// output as it can be sent on, or why it cannot.
+const sendable = (output: unknown): Result.Result<Tool.Output, string> => {
+  if (typeof output === "string") return Result.succeed(output)
+  const decoded = Array.isArray(output) ? decodeBlocks(output) : undefined
+  if (decoded === undefined || Result.isFailure(decoded)) return Result.fail("it returned neither text nor content blocks")
   // `Schema.Json` takes any depth, but a request carrying the result is serialized with
   // `JSON.stringify`, which overflows past a few thousand levels: bounded like the arguments.
-  const deep = output.some((block: Content.ToolResultContent) =>
+  const deep = decoded.success.some((block: Content.ToolResultContent) =>
     block.type === "custom" && beyondDepth(block.data, ToolArgs.maxDepth) !== undefined
   )
-  return deep ? `it returned a custom block whose data nests deeper than ${ToolArgs.maxDepth} levels` : undefined
+  return deep ? Result.fail(`it returned a custom block whose data nests deeper than ${ToolArgs.maxDepth} levels`) : Result.succeed(decoded.success)
 }
 
 const answer = (call: Content.ToolCallBlock, output: Tool.Output): Content.ToolResultBlock => {
-  const problem = outputProblem(output)
-  return problem === undefined
-    ? ToolResult.success(call, output)
-    : ToolResult.failure(call, new ToolFailedError({ tool: call.name, message: `Tool "${call.name}" failed: ${problem}` }))
+  const checked = sendable(output)
+  return Result.isSuccess(checked)
+    ? ToolResult.success(call, checked.success)
+    : ToolResult.failure(call, new ToolFailedError({ tool: call.name, message: `Tool "${call.name}" failed: ${checked.failure}` }))
 }
 
 // Total (every read of the failure is guarded): it runs in the last line of defence too, where

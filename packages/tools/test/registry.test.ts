@@ -676,6 +676,24 @@ describe("ToolRegistry.execute: hostile arguments and hostile outcomes", () => {
       )
     ))
 
+  it.effect("blocks with keys of their own are answered with their declared keys only, so the result stays JSON", () =>
+    Effect.gen(function*() {
+      const result = yield* execute(call("extras", ""))
+      expect(result.isError).toBe(false)
+      expect(result.content).toStrictEqual([{ type: "text", text: "one" }, { type: "text", text: "two" }])
+      expect(JSON.parse(JSON.stringify(result)).content).toStrictEqual(result.content)
+    }).pipe(
+      Effect.provide(
+        registryWith(
+          simple("extras", () => {
+            const cyclic: Record<string, unknown> = { type: "text", text: "two" }
+            cyclic["self"] = cyclic
+            return Effect.succeed([{ type: "text", text: "one", size: 10n }, cyclic] as unknown as Tool.Output)
+          })
+        )
+      )
+    ))
+
   it.effect("a raw tool returning a custom block nested past the depth limit is TOOL_FAILED, not a log that cannot be written", () =>
     Effect.gen(function*() {
       expect(yield* execute(call("mcp__deep", ""))).toStrictEqual(
