@@ -32,6 +32,7 @@ import {
   Assembler,
   type Content,
   FinishReason,
+  HarnessError,
   type Ids,
   LlmError,
   StreamChunk,
@@ -218,6 +219,10 @@ export const make = (): Translator => {
     part.type.startsWith("text") ? "text" : "reasoning"
 
   const pushOne = (part: Response.AnyPart): LlmError.LlmError | undefined => {
+    // past the types (a `configure` that maps parts): no part at all, which a read of its type would crash on
+    if (typeof part !== "object" || part === null) {
+      return new LlmError.LlmProtocolError({ message: `the effect/ai response stream gave ${HarnessError.describe(part)}, not a response part` })
+    }
     switch (part.type) {
       case "text-start":
       case "reasoning-start": {
@@ -335,7 +340,7 @@ export const translate = <E, R>(
   Stream.suspend(() => {
     const translator = make()
     return parts.pipe(
-      Stream.takeUntil((part) => part.type === "finish" || part.type === "error"),
+      Stream.takeUntil((part) => part?.type === "finish" || part?.type === "error"),
       Stream.mapEffect((part) => Effect.fromResult(translator.push(part))),
       Stream.concat(Stream.fromEffect(Effect.suspend(() => Effect.fromResult(translator.end())))),
       Stream.flattenIterable

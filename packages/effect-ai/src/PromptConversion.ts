@@ -32,7 +32,7 @@
  *
  * @since 0.1.0
  */
-import { type Content, LlmError, Message, type ModelRequest } from "@dsh/llm"
+import { type Content, HarnessError, LlmError, Message, type ModelRequest } from "@dsh/llm"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import { type LanguageModel, Prompt, Tool, Toolkit } from "effect/ai"
@@ -115,7 +115,46 @@ export const toPrompt = (
   options: Options = {}
 ): Result.Result<Prompt.Prompt, LlmError.LlmInvalidRequestError> => {
   const custom = (block: Content.CustomBlock, place: CustomBlockPlace): ReadonlyArray<CustomPart> =>
-    options.customBlock === undefined ? [] : options.customBlock(block, place)
+    options.customBlock === undefined ? [] : rendered(options.customBlock, block, place)
+  try {
+    return convert(request, custom)
+  } catch (error) {
+    if (error instanceof CustomBlockRefused) return Result.fail(invalid(error.message))
+    throw error
+  }
+}
+
+// the application's function, called deep inside the conversion: what it did wrong leaves by a
+// throw of this class, caught where the conversion returns its Result
+class CustomBlockRefused extends Error {}
+
+/** What `customBlock` rendered, checked: text or file parts (a string or a throw would reach the provider, or crash it). */
+const rendered = (
+  customBlock: NonNullable<Options["customBlock"]>,
+  block: Content.CustomBlock,
+  place: CustomBlockPlace
+): ReadonlyArray<CustomPart> => {
+  let parts: unknown
+  try {
+    parts = customBlock(block, place)
+  } catch (error) {
+    throw new CustomBlockRefused(`the customBlock option threw for a custom block of kind "${block.kind}": ${HarnessError.describe(error)}`)
+  }
+  const isCustomPart = (part: unknown): boolean =>
+    typeof part === "object" && part !== null &&
+    (((part as { type?: unknown }).type === "text" && typeof (part as { text?: unknown }).text === "string") || (part as { type?: unknown }).type === "file")
+  if (!Array.isArray(parts) || !parts.every(isCustomPart)) {
+    throw new CustomBlockRefused(
+      `the customBlock option must return a list of text or file parts (Prompt.textPart, Prompt.filePart) for a custom block of kind "${block.kind}", got ${HarnessError.describe(parts)}`
+    )
+  }
+  return parts as ReadonlyArray<CustomPart>
+}
+
+const convert = (
+  request: Pick<ModelRequest.ModelRequest, "system" | "messages">,
+  custom: (block: Content.CustomBlock, place: CustomBlockPlace) => ReadonlyArray<CustomPart>
+): Result.Result<Prompt.Prompt, LlmError.LlmInvalidRequestError> => {
   const messages: Array<Prompt.Message> = []
   const toolNames = new Map<string, string>()
   if (request.system !== undefined && request.system !== "") {

@@ -276,6 +276,13 @@ describe("part translation (through LanguageModel.make, so parts are decoded as 
 })
 
 describe("the translator on its own", () => {
+  it.effect("a value that is no part (a configure that maps parts badly) fails LLM_PROTOCOL, not a crash", () =>
+    Effect.gen(function*() {
+      const failed = yield* Effect.flip(Stream.runDrain(PartTranslation.translate(Stream.make(null as unknown as Response.AnyPart))))
+      expect(failed.code).toBe("LLM_PROTOCOL")
+      expect(failed.message).toBe("the effect/ai response stream gave null, not a response part")
+    }))
+
   it("ignores a second start, an end without start and everything after finish", () => {
     const t = PartTranslation.make()
     const push = (part: Response.AnyPart) => {

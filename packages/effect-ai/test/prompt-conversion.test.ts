@@ -39,6 +39,23 @@ const renderCitations: PromptConversion.Options = {
 }
 
 describe("request → effect/ai Prompt", () => {
+  it("a customBlock that throws, or renders no list of text or file parts, is LLM_INVALID_REQUEST naming the block's kind", () => {
+    const refusal = (customBlock: NonNullable<PromptConversion.Options["customBlock"]>) => {
+      const result = PromptConversion.toPrompt({ messages: History.fromIterable([Message.make("user", [Citation.make({ url: "u" })])]) }, { customBlock })
+      return Result.isFailure(result) ? result.failure : undefined
+    }
+    const threw = refusal(() => {
+      throw new Error("no renderer")
+    })
+    expect(threw?.code).toBe("LLM_INVALID_REQUEST")
+    expect(threw?.message).toBe(`the customBlock option threw for a custom block of kind "citation": no renderer`)
+    for (const parts of [undefined, "text", [Prompt.toolCallPart({ id: "x", name: "n", params: {}, providerExecuted: false })]]) {
+      const wrong = refusal(() => parts as never)
+      expect(wrong?.code).toBe("LLM_INVALID_REQUEST")
+      expect(wrong?.message).toContain(`the customBlock option must return a list of text or file parts (Prompt.textPart, Prompt.filePart) for a custom block of kind "citation"`)
+    }
+  })
+
   it("system prompt first, then system messages at their position (text only)", () => {
     expect(convert({
       system: "You are terse.",
