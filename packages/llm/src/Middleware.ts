@@ -151,7 +151,10 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
   const registered = ScopedList.make<Middleware<In, Out>>({
     describe: (middleware) => registration(options.seam, middleware)
   })
-  const register = (middleware: Middleware<In, Out>) => registered.add(middleware, middleware.order)
+  // a registration that is no middleware (past the types) is kept, to fail where it runs, as
+  // MIDDLEWARE naming the seam, rather than throw here with no code
+  const register = (middleware: Middleware<In, Out>) =>
+    registered.add(middleware, typeof middleware === "object" && middleware !== null ? middleware.order : undefined)
   const { mapDefect, output: outputCheck, suspend } = options
   const checked = (out: Out): Out => {
     if (outputCheck !== undefined && !outputCheck.is(out)) throw new NotAnOutput(out, outputCheck.named)
@@ -178,7 +181,7 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
           try {
             return checked(middleware.around(value, (next) => at(i + 1, next)))
           } catch (cause) {
-            throw blame(middleware.name, new Thrown(cause))
+            throw blame(nameOf(middleware), new Thrown(cause))
           }
         })
       }
@@ -189,13 +192,25 @@ export const make = <In, Out>(options: Options<Out>): Chain<In, Out> => {
           throw new Thrown(cause)
         }
       })
-      return mapDefect(output, (defect) => (passedOn!.has(defect) ? defect : blame(middleware.name, defect)))
+      return mapDefect(output, (defect) => (passedOn!.has(defect) ? defect : blame(nameOf(middleware), defect)))
     }
     return at(0, input)
   }
 
   return { register, current: registered.current, apply }
 }
+
+/**
+ * A middleware's name as errors show it: its `name`, or what it is when it is no middleware
+ * (past the types: `null`, an object without a name), so that blaming it never throws.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const nameOf = (middleware: unknown): string =>
+  typeof middleware === "object" && middleware !== null && typeof (middleware as { readonly name?: unknown }).name === "string"
+    ? (middleware as { readonly name: string }).name
+    : `(no middleware: ${HarnessError.describe(middleware)})`
 
 /**
  * An empty chain of a seam whose output is an Effect: defects are blamed precisely (see

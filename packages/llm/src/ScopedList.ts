@@ -1,6 +1,7 @@
 /**
  * A list whose items are added within a scope and removed when that scope closes, kept in an
- * explicit order: a lower `order` comes first, equal orders keep the order they were added in.
+ * explicit order: a lower `order` comes first, equal orders keep the order they were added in
+ * (an order that is no number, or `NaN`, is the default 0).
  * It is how every seam of dsh holds what is registered on it (middleware chains, prompt
  * sections, flush hooks).
  *
@@ -141,7 +142,14 @@ export const make = <A>(options?: Options<A>): ScopedList<A> => {
     return entry
   }
 
-  const add = (item: A, order = 0): Effect.Effect<void, ScopeClosedError, Scope.Scope> =>
+  // past the types: `NaN` compares false with every order, so it would freeze the items after it
+  // in place, and a string ("5") would compare by its text; both are the default, 0
+  const add = (item: A, given?: number): Effect.Effect<void, ScopeClosedError, Scope.Scope> => {
+    const order = typeof given === "number" && !Number.isNaN(given) ? given : 0
+    return addInOrder(item, order)
+  }
+
+  const addInOrder = (item: A, order: number): Effect.Effect<void, ScopeClosedError, Scope.Scope> =>
     Effect.flatMap(Scope.Scope, (scope) =>
       Effect.asVoid(Effect.acquireRelease(
         // Checked inside the acquire, right before the insertion and the finalizer's addition,

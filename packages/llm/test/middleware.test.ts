@@ -74,6 +74,29 @@ describe("Middleware (Effect.suspend)", () => {
       ])
     }))
 
+  it.effect("an order that is no number, or NaN, is the default 0 and moves nothing out of place", () =>
+    Effect.gen(function*() {
+      const chain = effectChain()
+      const log: Array<string> = []
+      yield* chain.register(tracing(log, "a10", 10))
+      yield* chain.register(tracing(log, "nan", Number.NaN))
+      yield* chain.register({ ...tracing(log, "text", 0), order: "5" as unknown as number })
+      yield* chain.register(tracing(log, "b0", 0))
+      yield* chain.register(tracing(log, "neg", -1))
+      expect(names(chain)).toStrictEqual(["neg", "nan", "text", "b0", "a10"])
+    }))
+
+  it.effect("a registration that is no middleware (past the types) fails where it runs with MIDDLEWARE, never at registration", () =>
+    Effect.gen(function*() {
+      const chain = Middleware.makeEffect<string, string, never>({ seam: "test" })
+      yield* chain.register(null as never)
+      const exit = yield* Effect.exit(chain.apply("in", echo()))
+      const defect = defectOf(exit)
+      expect(defect).toMatchObject({ _tag: "MiddlewareError", code: "MIDDLEWARE" })
+      expect((defect as { message: string }).message).toContain(`middleware "(no middleware: null)" threw`)
+      expect(Middleware.nameOf({ name: "named" })).toBe("named")
+    }).pipe(Effect.scoped))
+
   it.effect("a middleware rewrites the input and wraps the output", () =>
     Effect.gen(function*() {
       const chain = effectChain()

@@ -406,21 +406,27 @@ const unknownTool = (tool: string, available: ReadonlyArray<string>): UnknownToo
 // Each middleware is contained on its own. The `next` it receives is the contained rest of the
 // chain, which never fails or dies and answers only with tool results carrying catalog codes,
 // so whatever is wrong with a middleware's output is its own doing and is blamed on it by name.
-const contain = (middleware: ToolMiddleware): ToolMiddleware => ({
-  name: middleware.name,
-  ...(middleware.order === undefined ? {} : { order: middleware.order }),
-  around: (call, next) =>
-    Effect.suspend(() => {
-      const answer: unknown = middleware.around(call, next)
-      // an Effect's own combinators would die on anything else, past every catch
-      return Effect.isEffect(answer)
-        ? answer as Effect.Effect<Content.ToolResultBlock>
-        : Effect.succeed(ToolResult.failure(call, misanswered(middleware.name, call, `something that is not an Effect: ${preview(answer)}`)))
-    }).pipe(
-      Effect.map((result) => checkedAnswer(middleware.name, call, result)),
-      Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, middlewareFailure(middleware.name, call, cause))))
-    )
-})
+// past the types a registration may be no middleware (`null`): named as what it is, it fails
+// each call it wraps with MIDDLEWARE rather than throw at registration with no code
+const contain = (middleware: ToolMiddleware): ToolMiddleware => {
+  const name = Middleware.nameOf(middleware)
+  const order: unknown = typeof middleware === "object" && middleware !== null ? middleware.order : undefined
+  return {
+    name,
+    ...(typeof order === "number" ? { order } : {}),
+    around: (call, next) =>
+      Effect.suspend(() => {
+        const answer: unknown = middleware.around(call, next)
+        // an Effect's own combinators would die on anything else, past every catch
+        return Effect.isEffect(answer)
+          ? answer as Effect.Effect<Content.ToolResultBlock>
+          : Effect.succeed(ToolResult.failure(call, misanswered(name, call, `something that is not an Effect: ${preview(answer)}`)))
+      }).pipe(
+        Effect.map((result) => checkedAnswer(name, call, result)),
+        Effect.catchCause((cause) => Effect.succeed(ToolResult.failure(call, middlewareFailure(name, call, cause))))
+      )
+  }
+}
 
 // The shape, not every block: `Schema.is` would cost each middleware about as much as parsing
 // the arguments, and the blocks a middleware passes on from `next` are checked already.
