@@ -120,7 +120,14 @@ const shapeProblem = (section: unknown): string | undefined => {
 }
 
 // A well-formed section whose content is text: it renders as itself.
-const isPlainText = (section: Section): boolean => shapeProblem(section) === undefined && typeof section.content === "string"
+const isPlainText = (section: Section): boolean => {
+  try {
+    return shapeProblem(section) === undefined && typeof section.content === "string"
+  } catch {
+    // a `content` getter that throws: rendering the section reports it
+    return false
+  }
+}
 const plainText = (section: Section): RenderedSection => ({ name: section.name, text: section.content as string })
 
 type RenderedSection = Assembly["sections"][number]
@@ -171,7 +178,12 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
     const render = (section: Section): Effect.Effect<string, PromptSectionError> => {
       const shape = shapeProblem(section)
       if (shape !== undefined) return Effect.fail(misbehaved(section, shape))
-      const content: unknown = section.content
+      let content: unknown
+      try {
+        content = section.content
+      } catch (error) {
+        return Effect.fail(misbehaved(section, `reading its content threw: ${HarnessError.describe(error)}`, error))
+      }
       if (typeof content === "string") return Effect.succeed(content)
       if (!Effect.isEffect(content)) {
         return Effect.fail(misbehaved(section, `its content is ${HarnessError.describe(content)}, neither a string nor an Effect`))

@@ -34,6 +34,18 @@ describe("SystemPrompt sections past the types", () => {
       }
     }))
 
+  it.effect("a section whose content getter throws is PROMPT_SECTION naming it, not a defect", () =>
+    Effect.gen(function*() {
+      const failed = yield* Effect.flip(assembleWith({
+        name: "lazy",
+        get content(): string {
+          throw new Error("not loaded")
+        }
+      }))
+      expect(failed).toMatchObject({ _tag: "PromptSectionError", code: "PROMPT_SECTION", section: "lazy" })
+      expect(failed.message).toBe(`prompt section "lazy" failed: reading its content threw: not loaded`)
+    }))
+
   it.effect("a section with an order that is no number keeps registration order; the rest assembles", () =>
     Effect.gen(function*() {
       const assembly = yield* assembleWith({ name: "late", content: "Then this.", order: Number.NaN })
