@@ -55,7 +55,7 @@ export const catalog = {
     raisedBy: "@dsh/llm (MiddlewareError), raised by middleware chains"
   },
   INVALID_ARGS: {
-    meaning: "A tool call's arguments are not JSON, or do not decode through the tool's parameter Schema; the message lists every violation with its path.",
+    meaning: "A tool call's arguments are not JSON, or do not decode through the tool's parameter Schema; the message lists every violation with its path (the first 25, then how many more; the error's violations hold them all).",
     raisedBy: "@dsh/tools (ToolArgsError), raised by the tool registry before the tool body runs"
   },
   UNKNOWN_TOOL: {
@@ -63,7 +63,7 @@ export const catalog = {
     raisedBy: "@dsh/tools (UnknownToolError), raised by the tool registry"
   },
   TOOL_FAILED: {
-    meaning: "A tool's body died (threw an exception or hit a defect); the message carries the exception's message, never its stack.",
+    meaning: "A tool failed without a catalog code of its own: its body died (threw an exception or hit a defect), failed with an error of no or a foreign code, returned something that is neither text nor content blocks, or the call itself was malformed; also the code of an application's own tool errors made with HarnessError.fields(`TOOL_FAILED`). The message carries the exception's message, never its stack.",
     raisedBy: "@dsh/tools (ToolFailedError), raised by the tool registry"
   },
   TOOL_DENIED: {
@@ -76,7 +76,7 @@ export const catalog = {
   },
   ABORTED: {
     meaning: "The work was interrupted before it finished (an abort, a disposal, or the tool interrupting itself).",
-    raisedBy: "@dsh/tools (AbortedError), raised by the tool registry and by the loop for calls it never finished"
+    raisedBy: "@dsh/tools (AbortedError), raised by the tool registry and by the loop for calls it never finished; @dsh/agent (TurnAbortedError), raised by agent.run for a turn that was aborted"
   },
   TOOL_OUTCOME_UNKNOWN: {
     meaning: "A tool call was running when the process that ran it ended (a crash); resuming the session answered it with this code because whether the tool's effect happened is unknown.",
