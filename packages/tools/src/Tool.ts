@@ -340,7 +340,9 @@ const validateTimeout = (tool: Any): Result.Result<void, InvalidToolError> =>
 export interface WireSchemaOptions {
   /**
    * The strict variant: `additionalProperties: false` on every object and `strict: true`, for
-   * providers that enforce the schema while sampling. Raw JSON Schema tools are never strict.
+   * providers that enforce the schema while sampling. Raw JSON Schema tools are never strict,
+   * nor are tools whose parameters have an optional key, a record or rest keys (strict mode
+   * wants every property required): those are sent closed where they can be, without `strict`.
    */
   readonly strict?: boolean | undefined
 }
@@ -370,11 +372,29 @@ export const wireSchema = (
     return Result.map(
       parametersJsonSchema(tool, strict),
       (parameters): ModelRequest.ToolSchema =>
-        strict
+        strict && strictable(parameters)
           ? { name: tool.name, description: tool.description, parameters, strict: true }
           : { name: tool.name, description: tool.description, parameters }
     )
   })
+
+/**
+ * Whether a parameters schema can be enforced strictly (OpenAI's rule for `strict: true`):
+ * every object closed, with each of its properties required. An optional key, a record or
+ * rest keys cannot be said so; such a tool is sent closed where it can be, without `strict`.
+ */
+const strictable = (node: unknown): boolean => {
+  if (Array.isArray(node)) return node.every(strictable)
+  if (!Predicate.isObject(node)) return true
+  const isObjectSchema = node["type"] === "object" || Predicate.isObject(node["properties"])
+  if (isObjectSchema) {
+    if (node["additionalProperties"] !== false || "patternProperties" in node) return false
+    const properties = Predicate.isObject(node["properties"]) ? Object.keys(node["properties"]) : []
+    const required = Array.isArray(node["required"]) ? node["required"] : []
+    if (properties.some((key) => !required.includes(key))) return false
+  }
+  return Object.entries(node).every(([key, value]) => key === "enum" || key === "const" || key === "required" || strictable(value))
+}
 
 const parametersJsonSchema = (tool: Any, strict: boolean): Result.Result<Schema.JsonObject, InvalidToolError> => {
   const parameters = tool.parameters

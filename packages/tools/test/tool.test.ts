@@ -100,12 +100,27 @@ describe("Tool.wireSchema", () => {
     })
   })
 
-  it("the strict variant of a rejecting tool differs only by the strict flag", () => {
-    const plain = wire(bash)
-    expect(wire(bash, true)).toStrictEqual({ ...plain, strict: true })
+  it("the strict variant of a rejecting tool whose every key is required differs only by the strict flag", () => {
+    const move = Tool.make("move", {
+      description: "Move to a point",
+      parameters: Schema.Struct({ to: Point, speed: Schema.Literals(["slow", "fast"]) }),
+      execute: () => Effect.succeed("moved")
+    })
+    expect(wire(move, true)).toStrictEqual({ ...wire(move), strict: true })
   })
 
-  it("a tool that ignores excess keys says so, and its strict variant closes every object", () => {
+  it("a tool with an optional key, a record or rest keys is sent closed but not strict: strict mode wants every property required", () => {
+    // bash has optional keys
+    expect(wire(bash, true)).toStrictEqual(wire(bash))
+    const tagged = Tool.make("tag", {
+      description: "Tag",
+      parameters: Schema.Struct({ labels: Schema.Record(Schema.String, Schema.String) }),
+      execute: () => Effect.succeed("tagged")
+    })
+    expect(wire(tagged, true).strict).toBeUndefined()
+  })
+
+  it("a tool that ignores excess keys says so, and its strict variant closes every object (not strict: it has an optional key)", () => {
     expect(wire(draw)).toStrictEqual({
       name: "draw",
       description: "Draw a polyline",
@@ -153,8 +168,7 @@ describe("Tool.wireSchema", () => {
         },
         required: ["points", "label"],
         additionalProperties: false
-      },
-      strict: true
+      }
     })
   })
 
