@@ -426,7 +426,23 @@ const excessOf = (ast: SchemaAST.AST): Excess => {
     return { expected: `at most ${most}`, hint: `this array takes at most ${most}`, noun: "element" }
   }
   const allowed = allowedKeys(ast)
+  const keys = recordKeys(ast)
+  if (keys !== undefined) {
+    const named = allowed.length === 0 ? "" : ` or one of ${allowed.join(", ")}`
+    return { expected: clip(`a key that is ${keys}${named}`, maxExpectedLength), hint: `its keys must be ${keys}${named}`, noun: "key" }
+  }
   return { expected: excessExpectation(allowed), hint: excessHint(allowed), noun: "key" }
+}
+
+// What a record's keys must be, in the words of their checks ("a string matching the RegExp
+// ^[a-z]+$"): a key it refuses is not a key it takes none of.
+const recordKeys = (ast: SchemaAST.AST): string | undefined => {
+  if (!SchemaAST.isObjects(ast) || ast.indexSignatures.length === 0) return undefined
+  return ast.indexSignatures.map((signature) => {
+    const checks = signature.parameter.checks ?? []
+    const said = checks.map((check) => check.annotations?.["expected"]).filter((expected) => typeof expected === "string")
+    return said.length > 0 ? said.join(" and ") : signature.parameter._tag === "String" ? "a string" : "a key of its record"
+  }).join(", or ")
 }
 
 // Enough names for the model to recognise what it did (numbered keys, a pasted object).

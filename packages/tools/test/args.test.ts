@@ -319,6 +319,21 @@ describe("ToolArgs: excess keys", () => {
     })
   })
 
+  it("a key a record refuses is reported with what its keys must be, not as an object taking no keys", () => {
+    const tag = ToolArgs.decoder(Tool.make("bash", {
+      description: "x",
+      parameters: Schema.Struct({ labels: Schema.Record(Schema.String.check(Schema.isPattern(/^[a-z]+$/u)), Schema.String) }),
+      execute: () => Effect.succeed("")
+    }))
+    expect(error(tag, `{"labels": {"ok": "v", "Bad Key": "v"}}`).message).toBe(
+      [
+        `Invalid arguments for tool "bash" (1 problem):`,
+        `- at labels["Bad Key"]: Unexpected key (its keys must be a string matching the RegExp ^[a-z]+$)`
+      ].join("\n")
+    )
+    expect(ok(tag, `{"labels": {"ok": "v"}}`)).toStrictEqual({ labels: { ok: "v" } })
+  })
+
   it("a tool without parameters takes an object, with no keys unless it ignores them", () => {
     const none = (excessKeys: Tool.ExcessKeys) =>
       ToolArgs.decoder(
