@@ -57,6 +57,9 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
    */
   static readonly layer: Layer.Layer<ModelRegistry> = Layer.sync(ModelRegistry, () => {
     const byModel = new Map<string, Adapter>()
+    // every adapter registered, also one serving no models (an empty `models`): a request's
+    // failure then names it rather than say that none is registered
+    const adapters = new Set<Adapter>()
     const served = () => [...byModel.keys()].sort()
 
     const register = (adapter: Adapter) =>
@@ -82,11 +85,13 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
             }
           }
           for (const model of adapter.models) byModel.set(model, adapter)
+          adapters.add(adapter)
           return Effect.void
         }),
         () =>
           Effect.sync(() => {
             for (const model of adapter.models) if (byModel.get(model) === adapter) byModel.delete(model)
+            adapters.delete(adapter)
           })
       ))
 
@@ -97,9 +102,12 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
         const registered = served()
         return Effect.fail(
           new NoModelError({
-            message: registered.length === 0
-              ? `no model adapter is registered, so model "${model}" cannot be served; provide an adapter Layer`
-              : `no adapter serves model "${model}"; registered models: ${registered.join(", ")}`,
+            message: registered.length > 0
+              ? `no adapter serves model "${model}"; registered models: ${registered.join(", ")}`
+              : adapters.size > 0
+              ? `the registered adapters (${[...adapters].map((a) => JSON.stringify(a.name)).join(", ")}) serve no models, ` +
+                `so model "${model}" cannot be served; give the adapter the names of its models (models: ["${model}"])`
+              : `no model adapter is registered, so model "${model}" cannot be served; provide an adapter Layer`,
             model,
             registered
           })

@@ -87,6 +87,15 @@ describe("ModelRegistry", () => {
       expect(yield* (yield* ModelRegistry).models).toStrictEqual([])
     }).pipe(Effect.provide(Model.layer)))
 
+  it.effect("with only adapters that serve no models, NoModelError names them rather than say none is registered", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip((yield* Model).generate(request("hi", "gpt-9")))
+      expect(error.code).toBe("NO_MODEL")
+      expect(error.message).toBe(
+        `the registered adapters ("empty") serve no models, so model "gpt-9" cannot be served; give the adapter the names of its models (models: ["gpt-9"])`
+      )
+    }).pipe(Effect.provide(layerAdapter(Effect.succeed(answering("empty", []))).pipe(Layer.provideMerge(Model.layer)))))
+
   it.effect("a second adapter claiming a served name fails with ModelConflictError and changes nothing", () =>
     Effect.gen(function*() {
       const registry = yield* ModelRegistry
