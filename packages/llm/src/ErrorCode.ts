@@ -171,6 +171,10 @@ export const catalog = {
     meaning: "An extension event's data does not fit its definition's Schema (a refinement the types cannot see: an Int given 1.5); nothing was appended, and the message lists every violation with its path.",
     raisedBy: "@dsh/session (InvalidEventError), raised by session.append(definition, data)"
   },
+  SESSION_CLOSED: {
+    meaning: "An event was appended to a session that is closed (its scope ended, its agent was disposed): nothing was appended; a closed session takes no more events (resume it from its store, or start one from its events).",
+    raisedBy: "@dsh/session (SessionClosedError), raised by session.append: an extension event's append fails with it, a core event's dies with it"
+  },
   INVALID_INPUT: {
     meaning: "A message given to an agent (send, steer, inject) is neither text nor valid content blocks; nothing was queued or logged, and the message says what is wrong where.",
     raisedBy: "@dsh/agent (InvalidInputError), raised by the agent handle"

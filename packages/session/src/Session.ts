@@ -18,7 +18,7 @@ import type * as Stream from "effect/Stream"
 import * as Derivation from "./Derivation.ts"
 import * as Freeze from "./Freeze.ts"
 import * as Log from "./Log.ts"
-import { InvalidEventError } from "./SessionError.ts"
+import { InvalidEventError, SessionClosedError } from "./SessionError.ts"
 import * as SessionEvents from "./SessionEvent.ts"
 import type {
   CoreEvent,
@@ -39,7 +39,7 @@ import type {
  */
 export interface Append {
   <T extends CoreType>(type: T, data: DataOf<T>): Effect.Effect<CoreEvent<T>>
-  <Type extends ExtensionType, A>(definition: Definition<Type, A>, data: A): Effect.Effect<ExtensionEvent<Type>, InvalidEventError>
+  <Type extends ExtensionType, A>(definition: Definition<Type, A>, data: A): Effect.Effect<ExtensionEvent<Type>, InvalidEventError | SessionClosedError>
 }
 
 /**
@@ -183,7 +183,12 @@ export const make = (options: {
   for (const event of seed) log.append(Freeze.deep(event))
   const derivation = Derivation.make()
 
-  const closedError = (type: string) => new Error(`session ${options.id} is closed; an event of type ${type} cannot be appended`)
+  const closedError = (type: string) =>
+    new SessionClosedError({
+      message: `session ${options.id} is closed; an event of type ${type} cannot be appended`,
+      sessionId: options.id,
+      eventType: type
+    })
 
   // the event, or undefined when the log is closed (the callers die with closedError)
   const storeSync = (clock: Clock.Clock, type: string, data: unknown): SessionEvent | undefined => {
@@ -199,6 +204,13 @@ export const make = (options: {
   // One primitive per append (it is the hot path: every model chunk is an event).
   const store = (type: string, data: unknown): Effect.Effect<SessionEvent> =>
     Clock.clockWith((clock) => storeNow(clock, type, data))
+
+  // an extension event comes from an application's code, which can handle the closed session
+  const storeExtension = (type: string, data: unknown): Effect.Effect<SessionEvent, SessionClosedError> =>
+    Clock.clockWith((clock) => {
+      const event = storeSync(clock, type, data)
+      return event === undefined ? Effect.fail(closedError(type)) : Effect.succeed(event)
+    })
 
   const appendIf = <T extends CoreType>(when: () => boolean, type: T, data: DataOf<T>) =>
     Clock.clockWith((clock) =>
@@ -228,7 +240,7 @@ export const make = (options: {
           })),
         // a Schema's encoding may hold what JSON cannot (NaN, Infinity from Schema.Number): such
         // data would stop the session's persistence at this event, so it is refused here
-        (json) => isJson(json) ? store(type, json) : Effect.fail(new InvalidEventError({
+        (json): Effect.Effect<SessionEvent, InvalidEventError | SessionClosedError> => isJson(json) ? storeExtension(type, json) : Effect.fail(new InvalidEventError({
           message: `an event of type ${type} was not appended: its encoded data is not JSON (${notJsonWhy(json)})`,
           eventType: type
         }))

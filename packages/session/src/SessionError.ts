@@ -94,6 +94,20 @@ export class InvalidEventError extends Schema.TaggedError<InvalidEventError>()("
 }) {}
 
 /**
+ * An event was appended to a session that is closed: nothing was appended. An extension
+ * event's `append` fails with it; a core event's (the loop's own) dies with it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SessionClosedError extends Schema.TaggedError<SessionClosedError>()("SessionClosedError", {
+  ...HarnessError.fields("SESSION_CLOSED"),
+  sessionId: Schema.String,
+  /** The type of the event that was not appended. */
+  eventType: Schema.String
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
@@ -106,5 +120,6 @@ export const classes = [
   SessionLockedError,
   ToolOutcomeUnknownError,
   InvalidSessionError,
-  InvalidEventError
+  InvalidEventError,
+  SessionClosedError
 ] as const

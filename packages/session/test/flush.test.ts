@@ -125,7 +125,7 @@ describe("FlushCheckpoint", () => {
       expect(error.code).toBe("PERSISTENCE")
       expect(error.failures).toStrictEqual([
         "flush hook \"eager\" died: no disk",
-        "flush hook \"promising\" died: TypeError: it returned {}, not an Effect"
+        "flush hook \"promising\" died: TypeError: it returned a Promise, not an Effect"
       ])
     }).pipe(Effect.provide(FlushCheckpoint.layer)))
 

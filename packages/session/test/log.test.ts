@@ -3,9 +3,9 @@
  * appenders, the end of the streams when the session's scope closes, snapshots.
  */
 import { Content, Ids } from "@dsh/llm"
-import { Session, type SessionEvent, SessionStore } from "@dsh/session"
+import { Session, SessionEvent, SessionStore } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Schema, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { rng } from "./helpers.ts"
 
@@ -234,7 +234,7 @@ describe("Session log: close", () => {
       expect(yield* Stream.runCollect(session.streamFrom(2))).toStrictEqual([])
     }))
 
-  it.effect("appending after the close dies and logs nothing", () =>
+  it.effect("appending after the close logs nothing: a core event dies, an extension event fails, both with SESSION_CLOSED", () =>
     Effect.gen(function*() {
       const { close, session } = fresh()
       yield* session.append("user/message", user("a"))
@@ -243,8 +243,13 @@ describe("Session log: close", () => {
       expect(Exit.isFailure(exit)).toBe(true)
       if (Exit.isFailure(exit)) {
         expect(Cause.hasDies(exit.cause)).toBe(true)
+        expect(Cause.squash(exit.cause)).toMatchObject({ _tag: "SessionClosedError", code: "SESSION_CLOSED", sessionId: "s", eventType: "user/message" })
         expect(String(Cause.squash(exit.cause))).toMatch(/session s is closed; an event of type user\/message/)
       }
+      // an application's own event: a typed failure it can handle
+      const Note = SessionEvent.define("app:note", Schema.Struct({ text: Schema.String }))
+      const refused = yield* Effect.flip(session.append(Note, { text: "late" }))
+      expect(refused).toMatchObject({ _tag: "SessionClosedError", code: "SESSION_CLOSED", eventType: "app:note" })
       expect(yield* session.seq).toBe(1)
       expect(Option.isNone(Option.fromNullishOr((yield* session.events)[1]))).toBe(true)
     }))
