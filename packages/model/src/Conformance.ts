@@ -5,11 +5,16 @@
  *
  * What it asserts, for every case:
  * - the chunks obey every rule of {@link ChunkContract} (one `finish`, nothing after it,
- *   usage before it, deltas only inside their block, tool-call ids on every delta, …);
+ *   usage before it, deltas only inside their block, tool-call ids on every delta, every
+ *   value a chunk, …); a value that is no chunk, which the model seam cuts the stream at, is
+ *   a `chunk-shape` violation, not a typed failure;
  * - a failed stream fails with a typed error carrying a stable code (a `LlmError` or
- *   `NoModelError`), never with a defect; a failed stream need not have sent `finish`;
+ *   `NoModelError`), never with a defect; a failed stream need not have sent `finish`, and
+ *   must not fail after it (`nothing-after-finish`); a `finish` of kind `error` carries a
+ *   catalog code (`typed-failure` otherwise);
  * - a case's own expectation about the assembled answer holds;
- * - the stream ends within `caseWithin`: a stalled case is reported, not waited for.
+ * - the stream ends within `caseWithin`: a stalled case is reported, not waited for (so is a
+ *   Layer that is not built within it, as the case `layer`).
  *
  * And once, with the `endless` request (an answer that does not end by itself): interrupting
  * the consumer after its first chunk (which must come within `firstChunkWithin`) ends the
@@ -21,12 +26,13 @@
 import { Assembler, ErrorCode, HarnessError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -103,6 +109,14 @@ export interface Options<E> {
 
 const known = new Set<string>(ErrorCode.codes)
 
+// Where the model seam cut a stream at a value that is no chunk (see `Model.stream`), if it did.
+const malformedChunk = (error: unknown): { readonly position: number; readonly problem: string } | undefined => {
+  const cause: unknown = typeof error === "object" && error !== null ? (error as { readonly cause?: unknown }).cause : undefined
+  if (typeof cause !== "object" || cause === null || (cause as { readonly _tag?: unknown })._tag !== "MalformedChunk") return undefined
+  const { position, problem } = cause as { readonly position?: unknown; readonly problem?: unknown }
+  return typeof position === "number" && typeof problem === "string" ? { position, problem } : undefined
+}
+
 // A case's stream, run until it ends or `within` passes (`undefined` then). Detached, like the
 // interruption check's: a stalled stream that ignores interruption must not hold `check` up.
 const runBounded = (
@@ -148,13 +162,29 @@ const runCase = (model: Model["Service"], c: Case, within: Duration.Input): Effe
     let failure: HarnessError.HarnessError | undefined
     if (Exit.isFailure(exit)) {
       const error = Cause.findErrorOption(exit.cause)
-      if (Option.isSome(error) && HarnessError.isHarnessError(error.value) && known.has(error.value.code)) {
+      const cut = Option.isSome(error) ? malformedChunk(error.value) : undefined
+      if (cut !== undefined) {
+        // the model seam cut the stream at a value that is no chunk: the adapter's break, not a failure it chose
+        violations.push({ case: c.name, rule: "chunk-shape", message: `chunk ${cut.position}: ${cut.problem}` })
+      } else if (Option.isSome(error) && HarnessError.isHarnessError(error.value) && known.has(error.value.code)) {
         failure = error.value
+        if (chunks.some((chunk) => chunk.type === "finish")) {
+          violations.push({ case: c.name, rule: "nothing-after-finish", message: `the stream failed after its finish: ${error.value.code}` })
+        }
       } else {
         violations.push({
           case: c.name,
           rule: "typed-failure",
           message: `the stream failed without a typed error carrying a known code: ${Cause.pretty(exit.cause)}`
+        })
+      }
+    }
+    for (const [position, chunk] of chunks.entries()) {
+      if (chunk.type === "finish" && chunk.reason.kind === "error" && !known.has(chunk.reason.code)) {
+        violations.push({
+          case: c.name,
+          rule: "typed-failure",
+          message: `chunk ${position}: a finish of kind error carries ${JSON.stringify(chunk.reason.code)}, which is no catalog code (map the provider's code to one)`
         })
       }
     }
@@ -227,13 +257,19 @@ const runInterruption = <E>(
  */
 export const check = <E>(options: Options<E>): Effect.Effect<ReadonlyArray<Violation>, E> =>
   Effect.gen(function*() {
-    const model = yield* Model
-    const violations: Array<Violation> = []
     const within = options.caseWithin ?? Duration.seconds(30)
+    // a Layer that never builds (a server that never answers its setup) is said, not waited for
+    const built = yield* Effect.timeoutOption(Layer.build(options.layer), within)
+    if (Option.isNone(built)) {
+      const stalled: Violation = { case: "layer", rule: "stalled", message: `the Layer was not built within ${Duration.format(Duration.fromInputUnsafe(within))}` }
+      return [stalled]
+    }
+    const model = Context.get(built.value, Model)
+    const violations: Array<Violation> = []
     for (const c of options.cases) violations.push(...(yield* runCase(model, c, within)))
     if (options.endless !== undefined) violations.push(...(yield* runInterruption(model, options, options.endless)))
     return violations
-  }).pipe(Effect.scoped, Effect.provide(options.layer))
+  }).pipe(Effect.scoped)
 
 /**
  * Registers the kit as tests: one per case, plus the interruption check when `endless` is

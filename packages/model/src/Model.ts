@@ -49,9 +49,11 @@ const firstMalformed = (chunks: ReadonlyArray<unknown>): { readonly at: number; 
 }
 
 // an adapter's or a middleware's bug: logged or assembled, it would break the turn's closing
+// the cause says where and why in data (the conformance kit reports it as `chunk-shape`)
 const malformed = (request: ModelRequest.ModelRequest, position: number, why: string) =>
   new LlmError.LlmProtocolError({
-    message: `the response of model "${request.model}" was cut at its chunk ${position}, which is no stream chunk: ${why}`
+    message: `the response of model "${request.model}" was cut at its chunk ${position}, which is no stream chunk: ${why}`,
+    cause: { _tag: "MalformedChunk", position, problem: why }
   })
 
 /** Hands `f` each batch up to the first value that is no stream chunk, then fails with `LLM_PROTOCOL`. */

@@ -10,10 +10,10 @@ import {
   StreamChunk as S,
   Usage
 } from "@dsh/llm"
-import { ScriptedModel } from "@dsh/model"
+import { Model, ScriptedModel } from "@dsh/model"
 import * as Conformance from "@dsh/model/Conformance"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Queue, Stream } from "effect"
+import { Effect, Fiber, Layer, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { lastUserText, request, scripted, withAdapter } from "./util.ts"
 
@@ -208,7 +208,11 @@ describe("Conformance.check catches broken models", () => {
         reply.text("abc").slice(0, 1)
       ),
       ["typed-failure"]
-    ]
+    ],
+    ["a value that is no chunk", reply.chunks([...ok.slice(0, 2), null as unknown as S.StreamChunk, ...ok.slice(2)]), ["chunk-shape"]],
+    ["a text-delta without its delta", reply.chunks([ok[0]!, { type: "text-delta", index: 0 } as unknown as S.StreamChunk, ...ok.slice(2)]), ["chunk-shape"]],
+    ["a failure after the finish", reply.fail(new LlmError.LlmServerError({ message: "late" }), reply.chunks(ok)), ["nothing-after-finish"]],
+    ["a finish of kind error with no catalog code", reply.chunks([S.finish(FinishReason.error("NOT_A_CODE", "made up"))]), ["typed-failure"]]
   ]
   for (const [name, steps, expected] of broken) {
     it.effect(`${name}: ${expected.join(", ")}`, () =>
@@ -451,6 +455,17 @@ describe("Conformance: a case that stalls, an expectation that throws", () => {
         caseWithin: "1 second"
       })
       expect(rulesOf(violations)).toStrictEqual(["stalled"])
+    }))
+
+  it.effect("a Layer that is never built is a stalled violation of the case layer, not a check that waits for ever", () =>
+    Effect.gen(function*() {
+      const violations = yield* checkUnderTestClock({
+        name: "unbuilt",
+        layer: Layer.effect(Model, Effect.never),
+        cases: [{ name: "any", request: endless }],
+        caseWithin: "1 second"
+      })
+      expect(violations).toStrictEqual([{ case: "layer", rule: "stalled", message: "the Layer was not built within 1s" }])
     }))
 
   it.effect("an expectation that throws is an expectation violation naming what it threw, not a defect of the check", () =>
