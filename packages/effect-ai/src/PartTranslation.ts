@@ -155,7 +155,9 @@ export const make = (): Translator => {
   const assembler = Assembler.make()
   const texts = new Map<string, OpenText>()
   const tools = new Map<string, OpenTool>()
-  const endedTools = new Set<string>()
+  // the calls ended, by id, with their names: a later call of another name under an ended id is
+  // a second call the provider gave the same id, not the confirmation of the first
+  const endedTools = new Map<string, string | undefined>()
   const providerTools = new Set<string>()
   let next = 0
   let done = false
@@ -211,7 +213,7 @@ export const make = (): Translator => {
     // the name must arrive at least once, even when no fragment carried it
     if (!tool.nameSent && tool.name !== undefined) toolDelta(tool, "")
     tools.delete(id)
-    endedTools.add(id)
+    endedTools.set(id, tool.name)
     emit(StreamChunk.blockEnd(tool.index, built(tool.index)))
   }
 
@@ -268,12 +270,21 @@ export const make = (): Translator => {
       }
       case "tool-params-end": {
         const tool = tools.get(part.id)
-        // without fragments the arguments come with the `tool-call` part: wait for it
-        if (tool !== undefined && tool.streamed) closeTool(part.id, tool)
+        // without fragments the arguments come with the `tool-call` part, and without a start
+        // the name: wait for it
+        if (tool !== undefined && tool.streamed && tool.name !== undefined) closeTool(part.id, tool)
         return undefined
       }
       case "tool-call": {
-        if (part.providerExecuted || providerTools.has(part.id) || endedTools.has(part.id)) return undefined
+        if (part.providerExecuted || providerTools.has(part.id)) return undefined
+        if (endedTools.has(part.id)) {
+          const ended = endedTools.get(part.id)
+          return ended === undefined || ended === part.name
+            ? undefined
+            : new LlmError.LlmProtocolError({
+              message: `the effect/ai response has two tool calls with id ${JSON.stringify(part.id)} (${ended}, then ${part.name}): the second would be lost`
+            })
+        }
         const tool = tools.get(part.id) ?? openTool(part.id, part.name)
         if (tool.name === undefined) tool.name = part.name
         if (!tool.streamed) toolDelta(tool, argumentsOf(part.params))

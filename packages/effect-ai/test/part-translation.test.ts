@@ -276,6 +276,31 @@ describe("part translation (through LanguageModel.make, so parts are decoded as 
 })
 
 describe("the translator on its own", () => {
+  it("a second tool call under an ended call's id, of another name, is LLM_PROTOCOL, not a call lost without a word", () => {
+    const t = PartTranslation.make()
+    const call = (name: string) => Response.makePart("tool-call", { id: "call_0", name, params: {}, providerExecuted: false })
+    expect(t.push(call("bash"))._tag).toBe("Success")
+    // the same call again (a confirmation of streamed parameters) is no second call
+    expect(t.push(call("bash"))).toStrictEqual(Result.succeed([]))
+    const second = t.push(call("read"))
+    expect(second._tag).toBe("Failure")
+    if (second._tag === "Failure") {
+      expect(second.failure.code).toBe("LLM_PROTOCOL")
+      expect(second.failure.message).toBe(`the effect/ai response has two tool calls with id "call_0" (bash, then read): the second would be lost`)
+    }
+  })
+
+  it("parameters streamed without a start wait for the tool-call part's name", () => {
+    const t = PartTranslation.make()
+    const chunks = [
+      Response.makePart("tool-params-delta", { id: "c", delta: `{"command":"ls"}` }),
+      Response.makePart("tool-params-end", { id: "c" }),
+      Response.makePart("tool-call", { id: "c", name: "bash", params: { command: "ls" }, providerExecuted: false })
+    ].flatMap((part) => Result.getOrThrow(t.push(part)))
+    const ended = chunks.find((chunk) => chunk.type === "block-end")
+    expect(ended).toStrictEqual(S.blockEnd(0, Content.toolCall(Ids.callId("c"), "bash", `{"command":"ls"}`)))
+  })
+
   it.effect("a value that is no part (a configure that maps parts badly) fails LLM_PROTOCOL, not a crash", () =>
     Effect.gen(function*() {
       const failed = yield* Effect.flip(Stream.runDrain(PartTranslation.translate(Stream.make(null as unknown as Response.AnyPart))))
