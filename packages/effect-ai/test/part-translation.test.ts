@@ -283,11 +283,10 @@ describe("the translator on its own", () => {
     // the same call again (a confirmation of streamed parameters) is no second call
     expect(t.push(call("bash"))).toStrictEqual(Result.succeed([]))
     const second = t.push(call("read"))
-    expect(second._tag).toBe("Failure")
-    if (second._tag === "Failure") {
-      expect(second.failure.code).toBe("LLM_PROTOCOL")
-      expect(second.failure.message).toBe(`the effect/ai response has two tool calls with id "call_0" (bash, then read): the second would be lost`)
-    }
+    expect(Result.isFailure(second) ? second.failure : undefined).toMatchObject({
+      code: "LLM_PROTOCOL",
+      message: `the effect/ai response has two tool calls with id "call_0" (bash, then read): the second would be lost`
+    })
   })
 
   it("parameters streamed without a start wait for the tool-call part's name", () => {
