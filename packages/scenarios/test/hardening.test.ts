@@ -7,7 +7,7 @@
 import { AgentHooks } from "@dsh/agent"
 import { Content, FinishReason, type HarnessError, History, Ids } from "@dsh/llm"
 import { Model, ScriptedModel } from "@dsh/model"
-import { FlushCheckpoint, type SessionEvent, SessionStore } from "@dsh/session"
+import { FlushCheckpoint, SessionErrors, type SessionEvent, SessionStore } from "@dsh/session"
 import { Tool } from "@dsh/tools"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Logger, Schema, Scope, Stream, Exit } from "effect"
@@ -164,6 +164,26 @@ describe("#13.3 abort returns within the grace, whatever does not cooperate", ()
       expect(resultCodes(yield* agent.session.events)).toStrictEqual(["ABORTED"])
       finish.resolve?.("too late")
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "deaf", arguments: {} }])] }))))
+
+  it.effect("the flush before a step's calls run fails: recorded as a PERSISTENCE error in the step, the calls run all the same", () =>
+    Effect.gen(function*() {
+      const checkpoint = yield* FlushCheckpoint
+      let flushes = 0
+      yield* checkpoint.register({
+        name: "full-disk",
+        flush: () => (flushes++ === 0 ? Effect.fail(new SessionErrors.PersistenceError({ message: "no space left", sessionId: "" })) : Effect.void)
+      })
+      const agent = yield* create()
+      yield* run(agent, "echo it")
+      const events = yield* agent.session.events
+      expect(endReasons(events)).toStrictEqual([{ kind: "completed" }])
+      expect(kinds(events).filter((k) => k === "tool/call" || k === "error" || k === "tool/result")).toStrictEqual(["tool/call", "error", "tool/result"])
+      expect(ofType(events, "error")[0]?.data).toMatchObject({ turn: 1, step: 1, code: "PERSISTENCE" })
+      expect(ofType(events, "error")[0]?.data.message).toContain("the flush checkpoint before the calls of step 1 ran failed")
+      expect(resultCodes(events)).toStrictEqual([undefined])
+      // once before the call, once at the turn's end
+      expect(flushes).toBe(2)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "echo", arguments: { text: "x" } }]), reply.text("done")] }))))
 
   it.effect("a flush that stalls: abort returns within the grace, the turn stays completed, the given-up flush is recorded", () =>
     Effect.gen(function*() {

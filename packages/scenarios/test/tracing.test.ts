@@ -78,9 +78,10 @@ describe("tracing", () => {
       expect(tools.map((s) => attrs(s)["dsh.tool.call_id"])).toStrictEqual(["call_1", "call_2"])
       expect(tools.every((s) => attrs(s)["dsh.session"] === session && parentOf(s) === "Agent.step")).toBe(true)
 
-      // the prompt assembly and the flush checkpoint are traced inside the turn too
+      // the prompt assembly and the flush checkpoints are traced inside the turn too: one before
+      // each call of turn 1 runs (they run one after the other), one at each turn's end
       expect(named("SystemPrompt.assemble")).toHaveLength(3)
-      expect(named("FlushCheckpoint.flush").map((s) => attrs(s)["dsh.turn"])).toStrictEqual([1, 2])
+      expect(named("FlushCheckpoint.flush").map((s) => attrs(s)["dsh.turn"])).toStrictEqual([1, 1, 1, 2])
     }).pipe(
       Effect.scoped,
       Effect.withTracer(tracer),

@@ -81,6 +81,7 @@ const runBatch = Effect.fnUntraced(function*(
       arguments: call.arguments
     })
   }
+  if (batch.some((call) => !isAnswer(turn, call))) yield* checkpointCalls(env, state, turn, step)
   yield* batch.length === 1
     ? execute(env, turn, step, batch[0]!)
     : Effect.forEach(batch, (call) => execute(env, turn, step, call), { concurrency: batch.length, discard: true })
@@ -88,6 +89,28 @@ const runBatch = Effect.fnUntraced(function*(
     yield* logInTurn(env, state, turn, "tool/result", Closing.resultData(turn.number, step.number, call.id, step.results.get(call.id)!))
   }
 })
+
+// The typed answer runs nothing outside the loop: there is nothing a crash could leave half done.
+const isAnswer = (turn: Turn, call: Content.ToolCallBlock): boolean =>
+  turn.output !== undefined && call.name === turn.output.schema.name
+
+/**
+ * The flush checkpoint before a batch's calls run (ADR 0033): a process that dies while one
+ * runs leaves the message and the calls in the log, and the resume answers them
+ * `TOOL_OUTCOME_UNKNOWN` instead of losing the turn. A failed flush is recorded (an `error`
+ * event) and the calls run all the same, as after a turn's end.
+ */
+const checkpointCalls = (env: Env, state: AgentState, turn: Turn, step: Step): Effect.Effect<void, HarnessError.HarnessError> =>
+  env.checkpoint.flush(env.session).pipe(
+    Effect.catch((error) =>
+      logInTurn(env, state, turn, "error", {
+        turn: turn.number,
+        step: step.number,
+        message: `the flush checkpoint before the calls of step ${step.number} ran failed: ${error.message}`,
+        code: error.code
+      })
+    )
+  )
 
 // A finished result is kept even when an abort lands right after it: the turn's closing logs it.
 const execute = (env: Env, turn: Turn, step: Step, call: Content.ToolCallBlock): Effect.Effect<void> =>
