@@ -83,13 +83,17 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
           Effect.flatMap((results) => {
             const failures = results.flatMap((r) => (r._tag === "Failure" ? [r.failure] : []))
             if (failures.length === 0) return Effect.void
-            if (failures.length === 1) return Effect.fail(failures[0]!)
+            // a hook's failure of another class (past the types: a plain Error) is named as the
+            // PersistenceError its type promises, never passed on without a code
+            if (failures.length === 1 && failures[0] instanceof PersistenceError) return Effect.fail(failures[0])
             return Effect.fail(
               new PersistenceError({
-                message: `${failures.length} flush hooks failed for session ${session.id}: ` +
-                  failures.map((f) => f.message).join("; "),
+                message: failures.length === 1
+                  ? `a flush hook failed for session ${session.id}: ${HarnessError.describe(failures[0])}`
+                  : `${failures.length} flush hooks failed for session ${session.id}: ` +
+                    failures.map((f) => HarnessError.describe(f)).join("; "),
                 sessionId: session.id,
-                failures: failures.map((f) => f.message)
+                failures: failures.map((f) => HarnessError.describe(f))
               })
             )
           })

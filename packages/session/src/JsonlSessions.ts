@@ -1245,10 +1245,12 @@ export const layerNoDeps = (
 
       // A new session may not take an id whose file holds an earlier session: that file is
       // continued by `resume` (which creates its session with the file's events), never replaced.
+      // A session of that id closed in this layer finishes its closing flush first: it may not
+      // have written its file yet, and both would then write one file, each losing the other's.
       yield* ScopedList.inOpenScope(store.admission.register(SessionStore.refuseStored({
         name: "JsonlSessions",
         resuming: (id) => resuming.has(id),
-        holds: (id) => fs.exists(fileOf(id)),
+        holds: (id) => Effect.andThen(finishEarlier(id), fs.exists(fileOf(id))),
         refusal: existingFile
       })))
 

@@ -129,6 +129,16 @@ describe("FlushCheckpoint", () => {
       ])
     }).pipe(Effect.provide(FlushCheckpoint.layer)))
 
+  it.effect("a hook failing with an error of another class (past the types) is a PersistenceError, never an error without a code", () =>
+    Effect.gen(function*() {
+      const checkpoint = yield* FlushCheckpoint
+      yield* checkpoint.register(hook("plain", () => Effect.fail(new Error("boom") as never)))
+      const error = yield* Effect.flip(checkpoint.flush(session))
+      expect(error).toBeInstanceOf(SessionErrors.PersistenceError)
+      expect(error.code).toBe("PERSISTENCE")
+      expect(error.message).toBe(`a flush hook failed for session ${session.id}: boom`)
+    }).pipe(Effect.provide(FlushCheckpoint.layer)))
+
   it.effect("a registration lasts until its scope closes", () =>
     Effect.gen(function*() {
       const checkpoint = yield* FlushCheckpoint

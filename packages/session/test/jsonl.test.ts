@@ -282,6 +282,16 @@ describe("JsonlSessions: resume and fork", () => {
       }))
     ))
 
+  it.effect("a new session on the id of one closed a moment ago, before its closing flush ran, is SESSION_EXISTS; the file keeps the first's events", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        yield* Effect.scoped(withSession({ id: "again" }, (s) => appendMany(s, 2)))
+        const refused = yield* Effect.flip(Effect.scoped((yield* SessionStore).create({ id: "again" })))
+        expect(refused.code).toBe("SESSION_EXISTS")
+        expect((yield* loadFile(join(directory, "again.jsonl"))).events.map((e) => e.seq)).toStrictEqual([0, 1])
+      }))
+    ))
+
   it.effect("the layer's load and list see what a session logged once its scope closed, though its closing flush runs behind", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
