@@ -164,8 +164,8 @@ export const catalog = {
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
   INVALID_SESSION: {
-    meaning: "A session was not created: its options are out of their range (an id that is no non-empty string, a createdAt that is no integer of epoch milliseconds, a seed that is no log counting seq from 0 with no gap, or holding an event its type's Schema refuses); the message names each, a seed event by its index and the path of what is wrong.",
-    raisedBy: "@dsh/session (InvalidSessionError), raised by SessionStore.create"
+    meaning: "A session was not created: its options are out of their range (an id that is no non-empty string, a createdAt that is no integer of epoch milliseconds, a seed that is no log counting seq from 0 with no gap, or holding an event its type's Schema refuses), or an id JSONL persistence cannot make a file name of (too long); the message names each, a seed event by its index and the path of what is wrong.",
+    raisedBy: "@dsh/session (InvalidSessionError), raised by SessionStore.create (and its admission: JsonlSessions refuses an id too long for a file name)"
   },
   INVALID_EVENT: {
     meaning: "An extension event's data does not fit its definition's Schema (a refinement the types cannot see: an Int given 1.5); nothing was appended, and the message lists every violation with its path.",

@@ -97,7 +97,7 @@ import * as Closing from "./Closing.ts"
 import { FlushCheckpoint } from "./FlushCheckpoint.ts"
 import * as LockFile from "./internal/lockFile.ts"
 import * as Session from "./Session.ts"
-import { CorruptLogError, PersistenceError, SessionExistsError, SessionLockedError } from "./SessionError.ts"
+import { CorruptLogError, InvalidSessionError, PersistenceError, SessionExistsError, SessionLockedError } from "./SessionError.ts"
 import * as SessionEvent from "./SessionEvent.ts"
 import { SessionStore } from "./SessionStore.ts"
 
@@ -258,6 +258,30 @@ const decodeEvent = Schema.decodeUnknownResult(SessionEvent.SessionEvent)
 const encodeHeader = Schema.encodeSync(Header)
 const decodeHeader = Schema.decodeUnknownResult(Header)
 const utf8 = new TextEncoder()
+
+// The longest name the layer gives a session's files — the takeover guard's temporary file,
+// `<file>.lock.takeover.<uuid>.tmp` — must fit the 255 bytes most file systems allow a name.
+const longestSuffix = ".lock.takeover.".length + 36 + ".tmp".length
+
+/**
+ * The longest file name (`fileName(id)`, in bytes: it is ASCII) a session of this layer may
+ * have: 255 less the suffixes of its lock's temporary files. An id whose name is longer is
+ * refused at creation with `InvalidSessionError` (`INVALID_SESSION`), rather than every flush
+ * failing.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maxFileNameBytes = 255 - longestSuffix
+
+/** Why a session of this id cannot have its files, or `undefined` when it can. */
+const fileNameProblem = (id: string): string | undefined => {
+  const bytes = fileName(id).length
+  return bytes <= maxFileNameBytes
+    ? undefined
+    : `its id is too long for a session file: its file name (the id URI-encoded, a character other than ASCII taking up to 12 bytes) ` +
+      `would be ${bytes} bytes, and with its lock's temporary names a name may be at most ${maxFileNameBytes}`
+}
 
 /**
  * The file name of a session: its id, URI-encoded so that any id is one safe file name. A lone
@@ -583,7 +607,8 @@ const errnoWords: Readonly<Record<string, string>> = {
   EPERM: "operation not permitted",
   ENOENT: "it does not exist",
   ENOSPC: "no space left on the device",
-  EROFS: "the file system is read-only"
+  EROFS: "the file system is read-only",
+  ENAMETOOLONG: "the name is too long for the file system"
 }
 
 const inWords = (cause: PlatformError.PlatformError): string => {
@@ -1253,6 +1278,15 @@ export const layerNoDeps = (
         holds: (id) => Effect.andThen(finishEarlier(id), fs.exists(fileOf(id))),
         refusal: existingFile
       })))
+
+      yield* ScopedList.inOpenScope(store.admission.register({
+        name: "JsonlSessions file name",
+        around: (admission, next) => {
+          // a file there already has its name: what resumes it is not refused
+          const problem = resuming.has(admission.id) ? undefined : fileNameProblem(admission.id)
+          return problem === undefined ? next(admission) : Effect.fail(new InvalidSessionError({ message: `a session was not created: ${problem}` }))
+        }
+      }))
 
       yield* store.sessions.pipe(
         Stream.runForEach((session) => Effect.andThen(stateFor(session), Effect.forkIn(watch(session), fibers))),

@@ -50,6 +50,15 @@ export interface Admission {
 }
 
 /**
+ * How the `admission` seam refuses a session: its id is taken (`SESSION_EXISTS`), or the
+ * storage cannot hold it (`INVALID_SESSION`: an id too long for a file name).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AdmissionError = SessionExistsError | InvalidSessionError
+
+/**
  * The admission middleware of a persistence layer: refuses with `refusal(id)` an id that
  * `holds` says the storage holds already, unless the layer is `resuming` it (its resume creates
  * the session with the stored events). A storage that cannot answer lets the id through: the
@@ -63,7 +72,7 @@ export const refuseStored = (options: {
   readonly resuming: (id: string) => boolean
   readonly holds: (id: string) => Effect.Effect<boolean, unknown>
   readonly refusal: (id: string) => SessionExistsError
-}): Middleware.Middleware<Admission, Effect.Effect<void, SessionExistsError>> => ({
+}): Middleware.Middleware<Admission, Effect.Effect<void, AdmissionError>> => ({
   name: options.name,
   around: (admission, next) =>
     options.resuming(admission.id)
@@ -97,9 +106,10 @@ export class SessionStore extends Context.Service<SessionStore, {
   /**
    * The seam every `create` passes before the session exists: a middleware may refuse the id
    * with `SessionExistsError` (persistence refuses an id its storage holds already, unless it
-   * is resuming that session), or let it through with `next`.
+   * is resuming that session) or `InvalidSessionError` (an id its storage cannot hold), or let
+   * it through with `next`.
    */
-  readonly admission: Middleware.Chain<Admission, Effect.Effect<void, SessionExistsError>>
+  readonly admission: Middleware.Chain<Admission, Effect.Effect<void, AdmissionError>>
 }>()("@dsh/session/SessionStore") {
   /**
    * The admission middleware of a persistence layer (see {@link refuseStored}).
@@ -118,7 +128,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     Effect.gen(function*() {
       const open = new Map<string, Session.Session>()
       const created = Log.make<Session.Session>()
-      const admission = Middleware.makeEffect<Admission, void, SessionExistsError>({ seam: "session admission" })
+      const admission = Middleware.makeEffect<Admission, void, AdmissionError>({ seam: "session admission" })
       yield* Effect.addFinalizer(() => Effect.sync(created.close))
 
       const create = (options: CreateOptions = {}) =>

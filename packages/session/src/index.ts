@@ -29,4 +29,4 @@ export * as SessionEvent from "./SessionEvent.ts"
 /** @since 0.1.0 */
 export { SessionStore } from "./SessionStore.ts"
 /** @since 0.1.0 */
-export type { Admission, CreateOptions } from "./SessionStore.ts"
+export type { Admission, AdmissionError, CreateOptions } from "./SessionStore.ts"

@@ -282,6 +282,23 @@ describe("JsonlSessions: resume and fork", () => {
       }))
     ))
 
+  it.effect("an id too long for the session's file names is INVALID_SESSION at creation, not a flush that fails every turn", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const store = yield* SessionStore
+        // the file name is the id URI-encoded plus .jsonl; the lock's temporary names add 55 bytes
+        const longest = "a".repeat(JsonlSessions.maxFileNameBytes - ".jsonl".length)
+        yield* Effect.scoped(withSession({ id: longest }, (s) => Effect.andThen(appendMany(s, 1), flush(s))))
+        expect((yield* loadFile(join(directory, JsonlSessions.fileName(longest)))).events).toHaveLength(1)
+        const refused = yield* Effect.flip(Effect.scoped(store.create({ id: `${longest}b` })))
+        expect(refused.code).toBe("INVALID_SESSION")
+        expect(refused.message).toContain(`its id is too long for a session file: its file name`)
+        expect(refused.message).toContain(`would be ${JsonlSessions.maxFileNameBytes + 1} bytes`)
+        // a character other than ASCII takes up to 12: 23 Chinese characters are 207 bytes
+        expect((yield* Effect.flip(Effect.scoped(store.create({ id: "会".repeat(23) })))).code).toBe("INVALID_SESSION")
+      }))
+    ))
+
   it.effect("a new session on the id of one closed a moment ago, before its closing flush ran, is SESSION_EXISTS; the file keeps the first's events", () =>
     withDirectory((directory) =>
       persisted(directory, Effect.gen(function*() {
