@@ -627,7 +627,9 @@ export const loadFile = (
 ): Effect.Effect<Loaded, PersistenceError | CorruptLogError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const data = yield* fs.readFile(file).pipe(Effect.mapError(ioError(sessionIdOf(file), `cannot read ${file}`)))
+    const fail = ioError(sessionIdOf(file), `cannot read ${file}`)
+    yield* refuseSpecial(fs, file, sessionIdOf(file), fail)
+    const data = yield* fs.readFile(file).pipe(Effect.mapError(fail))
     return yield* Effect.fromResult(parse(file, data))
   })
 
@@ -666,17 +668,26 @@ const kindWords: Readonly<Record<string, string>> = {
   CharacterDevice: "character device"
 }
 
+// A FIFO or a device named like a session would block a read on its open or its reads, and
+// the process with it (a thread-pool read cannot be interrupted): refused by its kind first.
+const refuseSpecial = (
+  fs: FileSystem.FileSystem,
+  file: string,
+  id: string,
+  fail: (cause: PlatformError.PlatformError) => PersistenceError
+): Effect.Effect<void, PersistenceError> =>
+  Effect.flatMap(Effect.mapError(fs.stat(file), fail), (info) =>
+    kindWords[info.type] === undefined
+      ? Effect.void
+      : Effect.fail(new PersistenceError({ message: `cannot read ${file}: it is a ${kindWords[info.type]}, not a regular file`, sessionId: id })))
+
 // Reads one file for `list` without decoding every line: it counts newlines, then decodes only
 // the header and the last complete line.
 const scan = (file: string, id: string) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const fail = ioError(id, `cannot read ${file}`)
-    // a FIFO or a device named like a session would block the listing on its open or its reads
-    const kind = (yield* fs.stat(file).pipe(Effect.mapError(fail))).type
-    if (kindWords[kind] !== undefined) {
-      return yield* new PersistenceError({ message: `cannot read ${file}: it is a ${kindWords[kind]}, not a regular file`, sessionId: id })
-    }
+    yield* refuseSpecial(fs, file, id, fail)
     const handle = yield* fs.open(file, { flag: "r" }).pipe(Effect.mapError(fail))
     const info = yield* handle.stat.pipe(Effect.mapError(fail))
     let size = 0

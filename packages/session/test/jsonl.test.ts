@@ -698,6 +698,19 @@ describe("JsonlSessions: load", () => {
       })
     ))
 
+  it.effect("a FIFO named like a session is refused by load and resume too, not read (a read would block the process)", () =>
+    withDirectory((directory) =>
+      persisted(directory, Effect.gen(function*() {
+        const fifo = join(directory, "pipe.jsonl")
+        execFileSync("mkfifo", [fifo])
+        const jsonl = yield* JsonlSessions.JsonlSessions
+        for (const refused of [yield* Effect.flip(jsonl.load("pipe")), yield* Effect.flip(jsonl.resume("pipe"))]) {
+          expect(refused.code).toBe("PERSISTENCE")
+          expect(refused.message).toBe(`cannot read ${fifo}: it is a named pipe (FIFO), not a regular file`)
+        }
+      }))
+    ))
+
   it.effect("a file not named as fileName names its session is reported by survey, not listed as one load cannot find", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
