@@ -799,13 +799,26 @@ export const survey = (
       const id = idOfFileName(name)
       return id === undefined ? [] : [{ id, file: path.join(directory, name), named: fileName(id) === name }]
     })
+    // a name made by hand may not decode at all (`100%.jsonl`): no session's file, said so
+    const undecodable = names.filter((name) => name.endsWith(".jsonl") && idOfFileName(name) === undefined).map((name): Unreadable => {
+      const file = path.join(directory, name)
+      const id = name.slice(0, -".jsonl".length)
+      return {
+        id,
+        file,
+        error: new PersistenceError({
+          message: `${file} is no session's file: its name is not an id URI-encoded (fileName), so no session can load, resume or create it; rename the file to use it`,
+          sessionId: id
+        })
+      }
+    })
     const scanned = yield* Effect.forEach(
       files,
       ({ file, id, named }) => Effect.result(named ? scan(file, id) : misnamed(file, id, path.join(directory, fileName(id)))),
       { concurrency: 4 }
     )
     const entries: Array<Entry> = []
-    const unreadable: Array<Unreadable> = []
+    const unreadable: Array<Unreadable> = [...undecodable]
     scanned.forEach((result, i) => {
       if (Result.isSuccess(result)) entries.push(result.success)
       else unreadable.push({ id: files[i]!.id, file: files[i]!.file, error: result.failure })

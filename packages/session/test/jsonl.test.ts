@@ -711,6 +711,19 @@ describe("JsonlSessions: load", () => {
       }))
     ))
 
+  it.effect("a file whose name decodes to no id (100%.jsonl) is reported by survey too, not skipped without a word", () =>
+    withDirectory((directory) =>
+      Effect.gen(function*() {
+        writeFileSync(join(directory, "100%.jsonl"), headerOf("100%"))
+        writeFileSync(join(directory, "ok.jsonl"), headerOf("ok"))
+        const layer = Layer.mergeAll(FaultyFs.layer((f) => f), NodePath.layer)
+        const { entries, unreadable } = yield* JsonlSessions.survey(directory).pipe(Effect.provide(layer))
+        expect(entries.map((e) => e.id)).toStrictEqual(["ok"])
+        expect(unreadable.map((u) => [u.id, u.file, u.error.code])).toStrictEqual([["100%", join(directory, "100%.jsonl"), "PERSISTENCE"]])
+        expect(unreadable[0]!.error.message).toContain("its name is not an id URI-encoded")
+      })
+    ))
+
   it.effect("a file not named as fileName names its session is reported by survey, not listed as one load cannot find", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
