@@ -163,8 +163,10 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
   if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
   count("maxSteps", options.maxSteps, 1)
   count("maxInvalidArgs", options.maxInvalidArgs, 1)
-  if (options.abortGrace !== undefined && Result.isFailure(AdapterSettings.duration("abortGrace", options.abortGrace, "non-negative"))) {
-    problems.push(`abortGrace must be a duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
+  const grace = options.abortGrace === undefined ? undefined : AdapterSettings.duration("abortGrace", options.abortGrace, "non-negative")
+  // an infinite grace would let an abort wait for ever on a tool that ignores interruption
+  if (grace !== undefined && (Result.isFailure(grace) || !Number.isFinite(Duration.toMillis(grace.success)))) {
+    problems.push(`abortGrace must be a finite duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
   }
   if (options.prompt !== undefined && typeof options.prompt !== "string") problems.push(`prompt must be text, got ${HarnessError.describe(options.prompt)}`)
   if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) problems.push(`id must be a non-empty string, got ${HarnessError.describe(options.id)}`)

@@ -297,9 +297,12 @@ describe("options a type cannot check are refused at creation, each named", () =
       const refused = (options: Record<string, unknown>) => Effect.flip(create(options as never))
       const word = yield* refused({ abortGrace: "2 sec" })
       expect(word).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
-      expect(word.message).toContain("abortGrace must be a duration of zero or more")
+      expect(word.message).toContain("abortGrace must be a finite duration of zero or more")
       expect((yield* refused({ abortGrace: -1 })).message).toContain("abortGrace")
       expect((yield* refused({ abortGrace: Number.NaN })).message).toContain("abortGrace")
+      // an abort would wait for ever on a tool that ignores interruption
+      expect((yield* refused({ abortGrace: Number.POSITIVE_INFINITY })).message).toContain("abortGrace must be a finite duration")
+      expect((yield* refused({ abortGrace: "Infinity" })).message).toContain("abortGrace must be a finite duration")
       const agent = yield* create()
       yield* run(agent, "hello")
       const events = yield* agent.session.events

@@ -74,7 +74,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, ScopedList, SystemCode } from "@dsh/llm"
+import { AdapterSettings, HarnessError, ScopedList, SystemCode } from "@dsh/llm"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -931,6 +931,11 @@ export const layerNoDeps = (
       const store = yield* SessionStore
       const checkpoint = yield* FlushCheckpoint
       const platform = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
+      // a misspelt key (`directroy`) would otherwise be dropped without a word
+      const unknown = typeof options === "object" && options !== null
+        ? AdapterSettings.unknownKeys("JsonlSessions: the options object", options, ["directory"])
+        : `JsonlSessions: the options must be { directory }, got ${HarnessError.describe(options)}`
+      if (unknown !== undefined) return yield* new PersistenceError({ message: unknown, sessionId: "" })
       // an empty name would resolve to the working directory and scatter sessions there
       if (typeof options.directory !== "string" || options.directory.trim() === "") {
         return yield* new PersistenceError({

@@ -764,6 +764,18 @@ describe("JsonlSessions: failures", () => {
       }
     }))
 
+  it.effect("options that are no { directory } (a misspelt key, no object) are PERSISTENCE when the layer is built, naming them", () =>
+    Effect.gen(function*() {
+      const built = (options: unknown) =>
+        Effect.flip(Effect.scoped(Layer.build(
+          JsonlSessions.layer(options as JsonlSessions.Options).pipe(Layer.provideMerge(Layer.mergeAll(SessionStore.layer, FlushCheckpoint.layer)))
+        )))
+      const misspelt = yield* built({ directory: "sessions", durable: true })
+      expect(misspelt.code).toBe("PERSISTENCE")
+      expect(misspelt.message).toBe(`JsonlSessions: the options object has "durable", which is no option (known: directory)`)
+      expect((yield* built(null)).message).toBe("JsonlSessions: the options must be { directory }, got null")
+    }))
+
   it.effect("a write that fails (the directory replaced by a file) is PERSISTENCE naming the file; the next flush retries", () =>
     withDirectory((directory) =>
       Effect.gen(function*() {
