@@ -342,6 +342,12 @@ const checkPromptCache = (cache: unknown): Effect.Effect<PromptCache, AnthropicC
     ? Effect.succeed(cache)
     : Effect.fail(configError("promptCache", `promptCache must be "5m", "1h" or "off", got ${AdapterSettings.shown(cache)}`))
 
+const optionNames = [
+  "apiKey", "baseUrl", "models", "info", "version", "betas", "maxTokens", "thinking", "effort", "promptCache", "idleTimeout", "retry"
+]
+
+const retryNames = ["times", "schedule", "maxRetryAfter"]
+
 /**
  * Resolves options against the environment (through the current `ConfigProvider`).
  *
@@ -354,6 +360,10 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Anthrop
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
       return yield* configError("options", `The options must be an object, got ${AdapterSettings.shown(options)}`)
     }
+    // a misspelt `maxToken` would otherwise be dropped, its default kept
+    const unknown = AdapterSettings.unknownKeys("The options of Anthropic.layer", options, optionNames)
+      ?? (typeof options.retry === "object" && options.retry !== null ? AdapterSettings.unknownKeys("The retry option", options.retry, retryNames) : undefined)
+    if (unknown !== undefined) return yield* configError("options", unknown)
     const apiKey = yield* checkKeyText(options.apiKey === undefined ? yield* readApiKey : yield* checkKeyType(options.apiKey))
     const baseUrl = yield* checkBaseUrl(options.baseUrl ?? (yield* readBaseUrl), apiKey)
     const models = yield* checkModels(options.models ?? Models.names)

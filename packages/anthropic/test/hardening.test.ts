@@ -30,6 +30,15 @@ describe("configuration past the types", () => {
       }
     }))
 
+  it.effect("a key that is no option (a misspelt one) is LLM_CONFIG naming it and the known ones, not dropped", () =>
+    Effect.gen(function*() {
+      const misspelt = yield* Anthropic.settings({ maxToken: 100 } as never).pipe(Effect.flip)
+      expect([misspelt.code, misspelt.setting]).toStrictEqual(["LLM_CONFIG", "options"])
+      expect(misspelt.message).toBe(`The options of Anthropic.layer has "maxToken", which is no option (known: apiKey, baseUrl, models, info, version, betas, maxTokens, thinking, effort, promptCache, idleTimeout, retry)`)
+      const retry = yield* Anthropic.settings({ retry: { retries: 1 } } as never).pipe(Effect.flip)
+      expect(retry.message).toBe(`The retry option has "retries", which is no option (known: times, schedule, maxRetryAfter)`)
+    }))
+
   it.effect("a key that is no Redacted, or holds a line break, is LLM_CONFIG naming apiKey and never quoting it", () =>
     Effect.gen(function*() {
       const plain = yield* outcomeOf({ apiKey: secret })

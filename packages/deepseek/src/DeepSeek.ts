@@ -173,7 +173,11 @@ const compatOptions = (options: Options): OpenAiCompat.Options => {
 const asDeepSeekError = (error: OpenAiError.OpenAiConfigError) =>
   new DeepSeekConfigError({ setting: error.setting, message: error.message })
 
-const context: OpenAiCompat.Context = { layer: "DeepSeek.layer" }
+// the compat layer's `profile` is DeepSeek's own, set above
+const context: OpenAiCompat.Context = {
+  layer: "DeepSeek.layer",
+  optionNames: ["apiKey", "baseUrl", "models", "thinking", "reasoningEffort", "idleTimeout", "retry", "profile"]
+}
 
 const resolved = (options: Options): Effect.Effect<OpenAiCompat.Settings, DeepSeekConfigError> =>
   OpenAiCompat.settings(compatOptions(options), context).pipe(Effect.mapError(asDeepSeekError))

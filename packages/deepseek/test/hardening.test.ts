@@ -26,6 +26,15 @@ describe("configuration past the types", () => {
       }
     }))
 
+  it.effect("a key that is no option (a misspelt one) is LLM_CONFIG naming it and the known ones, not dropped", () =>
+    Effect.gen(function*() {
+      const misspelt = yield* DeepSeek.settings({ model: "deepseek-chat" } as never).pipe(Effect.flip)
+      expect([misspelt.code, misspelt.setting]).toStrictEqual(["LLM_CONFIG", "options"])
+      expect(misspelt.message).toBe(`The options of DeepSeek.layer has "model", which is no option (known: apiKey, baseUrl, models, thinking, reasoningEffort, idleTimeout, retry, profile)`)
+      const retry = yield* DeepSeek.settings({ retry: { time: 1 } } as never).pipe(Effect.flip)
+      expect(retry.message).toBe(`The retry option has "time", which is no option (known: times, schedule, maxRetryAfter)`)
+    }))
+
   it.effect("a key that is no Redacted or holds a line break, a thinking that is no boolean, models that are no list", () =>
     Effect.gen(function*() {
       expect(yield* settingOf({ apiKey: secret })).toStrictEqual(["DeepSeekConfigError", "LLM_CONFIG", "apiKey"])

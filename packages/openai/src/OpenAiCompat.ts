@@ -136,7 +136,13 @@ export interface Options {
  */
 export interface Context {
   readonly layer?: string
+  /** The option names the Layer takes, when it takes fewer than {@link Options} (an adapter built on this one). */
+  readonly optionNames?: ReadonlyArray<string>
 }
+
+const optionNames = ["profile", "apiKey", "baseUrl", "model", "models", "headers", "thinking", "reasoningEffort", "idleTimeout", "retry"]
+
+const retryNames = ["times", "schedule", "maxRetryAfter"]
 
 /**
  * The settings an adapter runs with, after options, environment and profile were resolved.
@@ -408,6 +414,10 @@ export const settings = (options: Options = {}, context: Context = {}): Effect.E
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
       return yield* configError("options", `The options must be an object, got ${AdapterSettings.shown(options)}`)
     }
+    // a misspelt `baseURL` would otherwise be dropped, and the requests sent to the profile's server
+    const unknown = AdapterSettings.unknownKeys(`The options of ${context.layer ?? "OpenAiCompat.layer"}`, options, context.optionNames ?? optionNames)
+      ?? (typeof options.retry === "object" && options.retry !== null ? AdapterSettings.unknownKeys("The retry option", options.retry, retryNames) : undefined)
+    if (unknown !== undefined) return yield* configError("options", unknown)
     const profile = yield* resolveProfile(options.profile)
     const keyHint = keyHintOf(profile, context.layer ?? "OpenAiCompat.layer")
     const apiKey = yield* resolveKey(options, profile, keyHint)

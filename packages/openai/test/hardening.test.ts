@@ -32,6 +32,15 @@ describe("configuration past the types", () => {
       }
     }))
 
+  it.effect("a key that is no option (a misspelt one) is LLM_CONFIG naming it and the known ones, not dropped", () =>
+    Effect.gen(function*() {
+      const misspelt = yield* OpenAiCompat.settings({ profile: "vllm", model: "m", baseURL: "http://127.0.0.1:1/v1" } as never).pipe(Effect.flip)
+      expect([misspelt.code, misspelt.setting]).toStrictEqual(["LLM_CONFIG", "options"])
+      expect(misspelt.message).toBe(`The options of OpenAiCompat.layer has "baseURL", which is no option (known: profile, apiKey, baseUrl, model, models, headers, thinking, reasoningEffort, idleTimeout, retry)`)
+      const retry = yield* OpenAiCompat.settings({ profile: "vllm", model: "m", retry: { time: 1 } } as never).pipe(Effect.flip)
+      expect(retry.message).toBe(`The retry option has "time", which is no option (known: times, schedule, maxRetryAfter)`)
+    }))
+
   it.effect("a key that is no Redacted, or holds a line break, is LLM_CONFIG naming apiKey and never quoting it", () =>
     Effect.gen(function*() {
       const plain = yield* refused({ apiKey: secret })
