@@ -25,11 +25,12 @@
  *
  * @since 0.1.0
  */
-import type { LlmError, ModelRequest, StreamChunk } from "@dsh/llm"
+import { AdapterSettings, HarnessError, type LlmError, type ModelRequest, type StreamChunk } from "@dsh/llm"
 import { type Adapter, layerAdapter, type ModelErrors, type ModelRegistry } from "@dsh/model"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type AiError, LanguageModel, type Prompt, type Response } from "effect/ai"
@@ -127,14 +128,53 @@ export const make = (languageModel: LanguageModel.LanguageModel, options: Option
 })
 
 /**
+ * The bridge's options cannot be used (possible past the types: a config file, JavaScript):
+ * `setting` names the one at fault. The Layers fail their build with it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class EffectAiConfigError extends Schema.TaggedError<EffectAiConfigError>()("EffectAiConfigError", {
+  ...HarnessError.fields("LLM_CONFIG"),
+  setting: Schema.String
+}) {}
+
+const optionNames = ["models", "name", "configure", "customBlock"]
+
+/** The options, checked: each problem is an `EffectAiConfigError` naming its setting. */
+const checked = (options: Options): Effect.Effect<Options, EffectAiConfigError> => {
+  const refused = (setting: string, why: string) =>
+    Effect.fail(new EffectAiConfigError({ message: `EffectAiBridge: ${why}`, setting }))
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return refused("options", `the options must be an object { models, name?, configure?, customBlock? }, got ${AdapterSettings.shown(options)}`)
+  }
+  const unknown = AdapterSettings.unknownKeys("the options object", options, optionNames)
+  if (unknown !== undefined) return refused("options", unknown)
+  const models: unknown = options.models
+  if (!Array.isArray(models) || models.length === 0 || !models.every((model) => typeof model === "string" && model !== "")) {
+    return refused("models", `models must be a non-empty list of model names, got ${HarnessError.describe(models)}`)
+  }
+  if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
+    return refused("name", `name must be a non-empty string, got ${HarnessError.describe(options.name)}`)
+  }
+  for (const setting of ["configure", "customBlock"] as const) {
+    if (options[setting] !== undefined && typeof options[setting] !== "function") {
+      return refused(setting, `${setting} must be a function, got ${HarnessError.describe(options[setting])}`)
+    }
+  }
+  return Effect.succeed(options)
+}
+
+/**
  * The adapter for the `LanguageModel` in context.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const adapter = (options: Options): Effect.Effect<Adapter, never, LanguageModel.LanguageModel> =>
+export const adapter = (options: Options): Effect.Effect<Adapter, EffectAiConfigError, LanguageModel.LanguageModel> =>
   Effect.gen(function*() {
-    return make(yield* LanguageModel.LanguageModel, options)
+    const valid = yield* checked(options)
+    return make(yield* LanguageModel.LanguageModel, valid)
   })
 
 /**
@@ -146,7 +186,7 @@ export const adapter = (options: Options): Effect.Effect<Adapter, never, Languag
  */
 export const layer = (
   options: Options
-): Layer.Layer<never, ModelErrors.ModelConflictError, ModelRegistry | LanguageModel.LanguageModel> =>
+): Layer.Layer<never, EffectAiConfigError | ModelErrors.ModelConflictError, ModelRegistry | LanguageModel.LanguageModel> =>
   layerAdapter(adapter(options))
 
 /**
@@ -159,10 +199,11 @@ export const layer = (
 export const layerWith = <E = never, R = never>(
   languageModel: LanguageModel.LanguageModel | Effect.Effect<LanguageModel.LanguageModel, E, R>,
   options: Options
-): Layer.Layer<never, E | ModelErrors.ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
+): Layer.Layer<never, E | EffectAiConfigError | ModelErrors.ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
   layerAdapter(
-    Effect.map(
-      Effect.isEffect(languageModel) ? languageModel : Effect.succeed(languageModel),
-      (model) => make(model, options)
-    )
+    Effect.flatMap(checked(options), (valid) =>
+      Effect.map(
+        Effect.isEffect(languageModel) ? languageModel : Effect.succeed(languageModel),
+        (model) => make(model, valid)
+      ))
   )

@@ -152,6 +152,25 @@ describe("the bridge", () => {
     }).pipe(Effect.provide(bridged(fake(() => [finish("stop")]), { name: "anthropic-via-effect" }))))
 })
 
+describe("options the Layers cannot use", () => {
+  it.effect("no models list, a key that is no option, a configure that is no function: LLM_CONFIG naming the setting, at the build", () =>
+    Effect.gen(function*() {
+      const built = (options: unknown) =>
+        Effect.flip(Effect.scoped(Layer.build(EffectAiBridge.layerWith(fake(() => [finish("stop")]).model, options as EffectAiBridge.Options).pipe(Layer.provideMerge(Model.layer)))))
+      for (const [options, setting, said] of [
+        [{ model: MODEL }, "options", `the options object has "model", which is no option (known: models, name, configure, customBlock)`],
+        [{ models: MODEL }, "models", "models must be a non-empty list of model names"],
+        [{ models: [] }, "models", "models must be a non-empty list of model names"],
+        [{ models: [MODEL], configure: "yes" }, "configure", "configure must be a function"],
+        [null, "options", "the options must be an object"]
+      ] as const) {
+        const error = yield* built(options)
+        expect(error).toMatchObject({ _tag: "EffectAiConfigError", code: "LLM_CONFIG", setting })
+        expect(error.message).toContain(said)
+      }
+    }))
+})
+
 describe("a provider stream that dies", () => {
   it.effect("ends in LLM_PROTOCOL carrying the defect's message, not a defect", () =>
     Effect.gen(function*() {
