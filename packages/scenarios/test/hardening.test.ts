@@ -185,6 +185,31 @@ describe("#13.3 abort returns within the grace, whatever does not cooperate", ()
       expect(flushes).toBe(2)
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "echo", arguments: { text: "x" } }]), reply.text("done")] }))))
 
+  it.effect("the flush before a step's calls stalls, then an abort: abort returns within the grace, the call is answered ABORTED", () =>
+    Effect.gen(function*() {
+      const stall = yield* Deferred.make<void>()
+      const checkpoint = yield* FlushCheckpoint
+      let flushes = 0
+      yield* checkpoint.register({
+        name: "stalled-disk",
+        flush: () => (flushes++ === 0 ? Effect.uninterruptible(Deferred.await(stall)) : Effect.void)
+      })
+      const agent = yield* create({ abortGrace: "500 millis" })
+      yield* agent.send("echo it")
+      yield* waitFor(agent.session, "tool/call")
+      const aborting = yield* Effect.forkChild(agent.abort(), { startImmediately: true })
+      yield* TestClock.adjust("500 millis")
+      yield* TestClock.adjust("500 millis")
+      yield* Fiber.join(aborting)
+      yield* agent.awaitIdle
+      const events = yield* agent.session.events
+      expect(endReasons(events)).toStrictEqual([{ kind: "aborted" }])
+      expect(resultCodes(events)).toStrictEqual(["ABORTED"])
+      yield* Deferred.succeed(stall, undefined)
+      yield* run(agent, "again")
+      expect(endReasons(yield* agent.session.events).at(-1)).toStrictEqual({ kind: "completed" })
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.toolCalls([{ name: "echo", arguments: { text: "x" } }]), reply.text("hi again")] }))))
+
   it.effect("a flush that stalls: abort returns within the grace, the turn stays completed, the given-up flush is recorded", () =>
     Effect.gen(function*() {
       const stall = yield* Deferred.make<void>()
