@@ -727,3 +727,21 @@ describe("values that are no stream chunks", () => {
       expect(textOf(ofType(events, "assistant/message").at(-1)!.data.content)).toBe("ok")
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hello"), reply.text("ok")] }))))
 })
+
+describe("a turn's work that interrupts itself", () => {
+  it.effect("a request middleware giving Effect.interrupt: the turn ends aborted saying so, though nobody called abort; the agent goes on", () =>
+    Effect.gen(function*() {
+      const hooks = yield* AgentHooks
+      const scope = yield* Scope.make()
+      yield* hooks.request.register({ name: "cancel", around: () => Effect.interrupt }).pipe(Scope.provide(scope))
+      const agent = yield* create()
+      const failed = yield* Effect.flip(agent.run("hello"))
+      expect(failed.code).toBe("ABORTED")
+      yield* Scope.close(scope, Exit.void)
+      expect((yield* agent.run("again")).text).toBe("hi")
+      expect(endReasons(yield* agent.session.events)).toStrictEqual([
+        { kind: "aborted", reason: "the turn's work interrupted itself (a middleware, a prompt section or a listener gave Effect.interrupt); no abort was asked for" },
+        { kind: "completed" }
+      ])
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("hi")] }))))
+})

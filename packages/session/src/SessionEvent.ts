@@ -25,7 +25,8 @@ const Blocks = Schema.Array(Content.ContentBlock)
  * Why a turn ended.
  *
  * - `completed`: the model answered without asking for tools and nothing asked to continue;
- * - `aborted`: `abort(reason?)` stopped it;
+ * - `aborted`: `abort(reason?)` stopped it, or its own work interrupted itself (a middleware
+ *   giving `Effect.interrupt`; the reason says so);
  * - `error`: something failed (the code says what);
  * - `disposed`: the agent was disposed mid-turn;
  * - `limit`: a guard stopped it (`name` says which, e.g. `max-steps`);

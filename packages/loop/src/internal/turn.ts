@@ -374,9 +374,13 @@ const endReason = (run: Run, outcome: Outcome): SessionEvent.TurnEndReason => {
       return { kind: "error", message: outcome.failure.message, code: outcome.failure.code }
     case "Aborted":
       if (run.abort?.disposal === true) return { kind: "disposed" }
-      return run.abort?.reason === undefined ? { kind: "aborted" } : { kind: "aborted", reason: run.abort.reason }
+      // nobody asked: the turn's own work interrupted itself, which the log should say
+      if (run.abort === undefined) return { kind: "aborted", reason: selfInterrupted }
+      return run.abort.reason === undefined ? { kind: "aborted" } : { kind: "aborted", reason: run.abort.reason }
   }
 }
+
+const selfInterrupted = "the turn's work interrupted itself (a middleware, a prompt section or a listener gave Effect.interrupt); no abort was asked for"
 
 /** Why the calls left open were not finished, in the words of their `ABORTED` results. */
 const closingReason = (run: Run, outcome: Outcome): string =>
@@ -384,7 +388,9 @@ const closingReason = (run: Run, outcome: Outcome): string =>
     ? `the step failed: ${outcome.failure.message}`
     : run.abort?.disposal === true
     ? "the agent was disposed"
-    : run.abort?.reason ?? "the turn was aborted"
+    : run.abort === undefined
+    ? selfInterrupted
+    : run.abort.reason ?? "the turn was aborted"
 
 /**
  * The flush checkpoint after `turn/end`: a failure is recorded (an `error` event after the
