@@ -155,6 +155,8 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
   readonly use: (middleware: AssemblyMiddleware) => Effect.Effect<void, ScopedList.ScopeClosedError, Scope.Scope>
   /** Assembles the system prompt for one step. */
   readonly assemble: (input: AssemblyInput) => AssemblyEffect
+  /** The assembly middleware registered now, outermost first (errors name them). */
+  readonly middleware: () => ReadonlyArray<AssemblyMiddleware>
 }>()("@dsh/prompt/SystemPrompt") {
   /**
    * An empty system prompt.
@@ -223,6 +225,7 @@ export class SystemPrompt extends Context.Service<SystemPrompt, {
     return SystemPrompt.of({
       addSection: (section) => sections.add(section, orderOf(section)),
       use: chain.register,
+      middleware: chain.current,
       assemble: (input) =>
         chain.apply(input, base).pipe(
           Effect.withSpan(

@@ -244,6 +244,15 @@ describe("other failures", () => {
       expect(failed?.data).toMatchObject({ code: "MIDDLEWARE", message: "the continuation middleware (keeps-going) gave yes, not true or false" })
     }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [reply.text("one"), reply.text("two")] }))))
 
+  it.effect("a prompt assembly middleware that gives back no assembly: MIDDLEWARE naming it", () =>
+    Effect.gen(function*() {
+      const prompt = yield* SystemPrompt
+      yield* prompt.use({ name: "trimmer", around: () => Effect.succeed(null as never) })
+      const { events } = yield* firstTurn()
+      const error = expectErrorTurn(events, "MIDDLEWARE")
+      expect(error.data.message).toBe("the prompt assembly middleware (trimmer) gave null, not an assembly")
+    }).pipe(Effect.scoped, Effect.provide(TestLayer({ script: [] }))))
+
   it.effect("a step-result middleware that gives a message with a made-up block: MIDDLEWARE, the model's own message logged", () =>
     Effect.gen(function*() {
       const hooks = yield* AgentHooks

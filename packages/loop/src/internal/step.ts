@@ -139,7 +139,7 @@ const buildRequest = Effect.fnUntraced(function*(
     ...(options.prompt === undefined ? {} : { agentPrompt: options.prompt }),
     tools,
     context
-  }).pipe(Effect.flatMap(seamOutput("prompt assembly", { current: () => [{ name: "SystemPrompt.use" }] }, "an assembly", isAssembly)))
+  }).pipe(Effect.flatMap(seamOutput("prompt assembly", { current: env.prompt.middleware }, "an assembly", isAssembly)))
   const base: ModelRequest.ModelRequest = {
     model: options.model,
     messages: yield* env.session.messages,
