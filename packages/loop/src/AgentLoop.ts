@@ -146,36 +146,39 @@ const sessionSourceNames = ["id", "seed", "fork", "through", "resume"]
 
 const isProviderOptions = Schema.is(Schema.Record(Schema.String, Schema.Json))
 
+// a value in a message: text quoted, so that "5" and "" read as the strings they are
+const shown = (value: unknown): string => (typeof value === "string" ? JSON.stringify(value) : HarnessError.describe(value))
+
 /** Refuses options out of their ranges, naming each (a mistake there is found at creation, not mid-session). */
 const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<void, InvalidInputError> => {
   if (!isRecord(options)) {
-    return Effect.fail(new InvalidInputError({ message: `an agent was not created: its options must be an object, got ${HarnessError.describe(options)}`, agentId }))
+    return Effect.fail(new InvalidInputError({ message: `an agent was not created: its options must be an object, got ${shown(options)}`, agentId }))
   }
   const problems: Array<string> = []
   const count = (name: string, value: unknown, min: number) => {
     if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= min)) {
-      problems.push(`${name} must be an integer ≥ ${min}, got ${HarnessError.describe(value)}`)
+      problems.push(`${name} must be an integer ≥ ${min}, got ${shown(value)}`)
     }
   }
   // a misspelt `maxStep` would otherwise be dropped without a word, its default kept
   const unknown = AdapterSettings.unknownKeys("the options object", options, optionNames)
   if (unknown !== undefined) problems.push(unknown)
-  if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${HarnessError.describe(options.model)}`)
+  if (typeof options.model !== "string" || options.model === "") problems.push(`model must be a model name, got ${shown(options.model)}`)
   count("maxSteps", options.maxSteps, 1)
   count("maxInvalidArgs", options.maxInvalidArgs, 1)
   const grace = options.abortGrace === undefined ? undefined : AdapterSettings.duration("abortGrace", options.abortGrace, "non-negative")
   // an infinite grace would let an abort wait for ever on a tool that ignores interruption
   if (grace !== undefined && (Result.isFailure(grace) || !Number.isFinite(Duration.toMillis(grace.success)))) {
-    problems.push(`abortGrace must be a finite duration of zero or more ("2 seconds", milliseconds), got ${HarnessError.describe(options.abortGrace)}`)
+    problems.push(`abortGrace must be a finite duration of zero or more ("2 seconds", milliseconds), got ${shown(options.abortGrace)}`)
   }
-  if (options.prompt !== undefined && typeof options.prompt !== "string") problems.push(`prompt must be text, got ${HarnessError.describe(options.prompt)}`)
-  if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) problems.push(`id must be a non-empty string, got ${HarnessError.describe(options.id)}`)
+  if (options.prompt !== undefined && typeof options.prompt !== "string") problems.push(`prompt must be text, got ${shown(options.prompt)}`)
+  if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) problems.push(`id must be a non-empty string, got ${shown(options.id)}`)
   if (options.temperature !== undefined && !(typeof options.temperature === "number" && options.temperature >= 0 && options.temperature <= 2)) {
-    problems.push(`temperature must be a number from 0 to 2, got ${HarnessError.describe(options.temperature)}`)
+    problems.push(`temperature must be a number from 0 to 2, got ${shown(options.temperature)}`)
   }
   count("maxTokens", options.maxTokens, 1)
   if (options.providerOptions !== undefined && !isProviderOptions(options.providerOptions)) {
-    problems.push(`providerOptions must be an object of JSON values by provider name, got ${HarnessError.describe(options.providerOptions)}`)
+    problems.push(`providerOptions must be an object of JSON values by provider name, got ${shown(options.providerOptions)}`)
   }
   problems.push(...compactionProblems(options.compaction))
   problems.push(...sessionProblems(options.session))
@@ -187,12 +190,12 @@ const checkOptions = (agentId: string, options: Agent.Options): Effect.Effect<vo
 const sessionProblems = (source: Agent.SessionSource | undefined): ReadonlyArray<string> => {
   if (source === undefined) return []
   if (typeof source !== "object" || source === null || Array.isArray(source)) {
-    return [`session must be { id?, seed? }, { id?, fork, through? } or { resume }, got ${HarnessError.describe(source)}`]
+    return [`session must be { id?, seed? }, { id?, fork, through? } or { resume }, got ${shown(source)}`]
   }
   const unknown = AdapterSettings.unknownKeys("session", source, sessionSourceNames)
   const id: unknown = "id" in source ? source.id : undefined
   const idProblem = id !== undefined && (typeof id !== "string" || id === "")
-    ? [`session.id must be a non-empty string, got ${HarnessError.describe(id)}`]
+    ? [`session.id must be a non-empty string, got ${shown(id)}`]
     : []
   return [...(unknown === undefined ? [] : [unknown]), ...idProblem, ...seedProblems(source), ...sessionValueProblems(source)]
 }
@@ -204,7 +207,7 @@ const sessionValueProblems = (source: Agent.SessionSource): ReadonlyArray<string
   const value: unknown = (source as unknown as Record<string, unknown>)[key]
   return isSession(value)
     ? []
-    : [`session.${key} must be a session (an agent's \`session\`, or the one a store's resume returned), got ${HarnessError.describe(value)}`]
+    : [`session.${key} must be a session (an agent's \`session\`, or the one a store's resume returned), got ${shown(value)}`]
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -219,14 +222,14 @@ const isSession = (value: unknown): value is Session.Session =>
 const seedProblems = (source: Agent.SessionSource): ReadonlyArray<string> => {
   if (!("seed" in source)) return []
   const seed: unknown = source.seed
-  if (!Array.isArray(seed)) return [`session.seed must be an array of session events, got ${HarnessError.describe(seed)}`]
+  if (!Array.isArray(seed)) return [`session.seed must be an array of session events, got ${shown(seed)}`]
   const at = seed.findIndex((event: unknown, i) =>
     typeof event !== "object" || event === null || (event as { seq?: unknown }).seq !== i ||
     typeof (event as { type?: unknown }).type !== "string")
   if (at === -1) return []
   const event: unknown = seed[at]
   const seq = typeof event === "object" && event !== null ? (event as { seq?: unknown }).seq : undefined
-  return [`session.seed must be session events counting from seq 0 with no gap: event ${at} ${seq === at ? "has no type" : `has seq ${HarnessError.describe(seq)}`}`]
+  return [`session.seed must be session events counting from seq 0 with no gap: event ${at} ${seq === at ? "has no type" : `has seq ${shown(seq)}`}`]
 }
 
 /** The session an agent starts on: created in the store (fresh, seeded or forked), or an open one to resume. */
@@ -268,7 +271,7 @@ const forkOf = (source: { readonly fork: Session.Session; readonly through?: num
     const { through } = source
     if (through !== undefined && !(Number.isSafeInteger(through) && through >= 0)) {
       return yield* new InvalidInputError({
-        message: `a fork of session ${source.fork.id} was refused: through must be a seq (an integer ≥ 0), got ${HarnessError.describe(through)}`,
+        message: `a fork of session ${source.fork.id} was refused: through must be a seq (an integer ≥ 0), got ${shown(through)}`,
         agentId
       })
     }

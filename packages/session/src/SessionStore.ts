@@ -182,7 +182,7 @@ const checkCreateOptions = (options: CreateOptions): Effect.Effect<void, Invalid
     problems.push(`id must be a non-empty string, got ${options.id === "" ? "an empty one" : HarnessError.describe(options.id)}`)
   }
   if (options.createdAt !== undefined && !Number.isSafeInteger(options.createdAt)) {
-    problems.push(`createdAt must be an integer of epoch milliseconds, got ${HarnessError.describe(options.createdAt)}`)
+    problems.push(`createdAt must be an integer of epoch milliseconds, got ${typeof options.createdAt === "string" ? JSON.stringify(options.createdAt) : HarnessError.describe(options.createdAt)}`)
   }
   if (options.seed !== undefined) {
     const seedProblem = Session.seedProblem(options.seed)
