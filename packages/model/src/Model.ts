@@ -93,13 +93,18 @@ const checkedStream = (request: ModelRequest.ModelRequest, stream: ChunkStream):
  * @category services
  */
 export class Model extends Context.Service<Model, {
-  /** Streams the model's answer to a request. */
+  /**
+   * Streams the model's answer to a request. A value that is no stream chunk (an adapter's or
+   * a middleware's bug: see `StreamChunk.problem`) ends the stream there with `LLM_PROTOCOL`.
+   */
   readonly stream: (request: ModelRequest.ModelRequest) => ChunkStream
   /**
    * Streams the model's answer and hands each batch of chunks to `f` as it arrives: what
    * `Stream.runForEachArray(stream(request), f)` does, through the same middleware and in the
    * same `Model.stream` span, opened as an Effect's span (a stream's costs ~25 µs more per
-   * call). `f` runs inside the span. The agent loop consumes every model call this way.
+   * call). `f` runs inside the span. The agent loop consumes every model call this way. As
+   * with `stream`, `f` never sees a value that is no stream chunk: the batch is cut before it
+   * and the call fails with `LLM_PROTOCOL`.
    */
   readonly runStream: <E, R>(
     request: ModelRequest.ModelRequest,
