@@ -7,6 +7,7 @@
  * sleeps.
  */
 import { AgentHooks, Compaction, JsonlSessions, ScriptedModel, type SessionEvent } from "dsh"
+import { PermissionEvent } from "@dsh/permissions"
 import { Replay as Cassette } from "@dsh/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
@@ -258,6 +259,27 @@ describe("dsh replay of agent.compact() asked while a turn ran", () => {
       expect(events[at - 1]).toMatchObject({ type: "agent/status", data: { status: "running" } })
       expect(events[at + 1]).toMatchObject({ type: "turn/start", data: { turn: 4, trigger: "steer" } })
       expect(yield* replayFile(settings, file)).toStrictEqual(identical(events))
+    }).pipe(Effect.provide(Platform.layer)))
+})
+
+describe("dsh replay of a run whose permission policy asked no one", () => {
+  it.effect("a call refused because nobody could be asked (dsh run without --yes) replays identically: no prompt answers it", () =>
+    Effect.gen(function*() {
+      const directory = mkdtempSync(join(tmpdir(), "dsh-replay-unattended-"))
+      const settings = yield* Config.load({ sessions: directory }, { HOME: directory })
+      const script = [reply.toolCalls([{ name: "bash", arguments: { command: "touch made-by-the-model" } }]), reply.text("it was refused")]
+      yield* recordTurns(settings, ["make a file"]).pipe(Effect.scoped, Effect.provide(scripted(settings, script)))
+      const file = join(directory, "s.jsonl")
+      const recording = yield* JsonlSessions.loadFile(file)
+      expect(PermissionEvent.decisionsOf(recording.events).map((d) => d.decision)).toStrictEqual(["deny"])
+      // what `dsh replay` provides: no prompt for a recording that asked nobody
+      expect(Replay.recordedPrompt(recording.events)).toBeUndefined()
+      const memory: Config.Settings = { ...settings, sessions: "memory" }
+      const verdict = yield* Replay.replay(memory, recording.events, recording.header.sessionId).pipe(
+        Effect.provide(Runtime.layer(memory, Cassette.layer({ events: recording.events }).pipe(Layer.orDie), Replay.recordedPrompt(recording.events))),
+        Effect.scoped
+      )
+      expect(verdict).toStrictEqual(identical(recording.events))
     }).pipe(Effect.provide(Platform.layer)))
 })
 

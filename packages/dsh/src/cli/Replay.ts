@@ -628,6 +628,18 @@ export const replay = (settings: Config.Settings, recorded: ReadonlyArray<Sessio
   })
 
 /**
+ * The permission prompt of a replay, or none: a recording that asked nobody (`dsh run`
+ * without `--yes`, whose policy refuses what it would ask) is replayed with no prompt, so its
+ * questions are refused as they were (`deny`, not `ask-deny`); one that asked is replayed with
+ * {@link recordedAnswers}.
+ *
+ * @since 0.1.0
+ * @category replaying
+ */
+export const recordedPrompt = (events: ReadonlyArray<SessionEvent.SessionEvent>): Layer.Layer<PermissionPrompt.PermissionPrompt> | undefined =>
+  PermissionEvent.decisionsOf(events).some((decision) => decision.decision.startsWith("ask-")) ? recordedAnswers(events) : undefined
+
+/**
  * The permission prompt of a replay: it answers each question as the user answered it in the
  * recording (its `permission:decision` events), and `no` to a question the recording never
  * asked.
@@ -707,7 +719,7 @@ export const command = (input: Input, env: Config.Environment) =>
       // the replay is never persisted
       const settings: Config.Settings = { ...loaded, sessions: "memory" }
       return yield* replay(settings, recording.events, recording.header.sessionId).pipe(
-        Effect.provide(Runtime.layer(settings, Cassette.layer({ events: recording.events }).pipe(Layer.orDie), recordedAnswers(recording.events)))
+        Effect.provide(Runtime.layer(settings, Cassette.layer({ events: recording.events }).pipe(Layer.orDie), recordedPrompt(recording.events)))
       )
     }).pipe(Effect.scoped, Report.reported({ configFile: loaded.configFile }))
     if (input.json) yield* io.out(`${JSON.stringify(verdict)}\n`)
