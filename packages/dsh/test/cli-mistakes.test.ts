@@ -35,6 +35,19 @@ describe("dsh: a user's mistakes", slow, () => {
     expect(named.status).toBe(2)
   })
 
+  it("a blank model in the config file: CONFIG_INVALID saying so, not that the profile lists no models; exit 2, no request", async () => {
+    const fake = await server(text("never"))
+    const home = makeHome()
+    const file = join(home.config, "dsh", "config.json")
+    mkdirSync(join(home.config, "dsh"), { recursive: true })
+    writeFileSync(file, JSON.stringify({ model: " " }))
+    const result = await dsh(home, ["run", "Hi", "--base-url", fake.url, "--tools", "none", "--sessions", "memory"])
+    await fake.close()
+    expect(fake.requests()).toHaveLength(0)
+    expect(result.stderr).toContain(`CONFIG_INVALID: ${file}: model: expected a model's name, got the blank string " "`)
+    expect(result.status).toBe(2)
+  })
+
   it("an empty session id names no session: CONFIG_INVALID for show, resume and replay, exit 2", async () => {
     const fake = await server(text("Hello."))
     const home = makeHome()

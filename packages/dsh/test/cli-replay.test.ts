@@ -102,6 +102,10 @@ describe("dsh replay", slow, () => {
     const result = await replay(home, ["missing.jsonl"])
     expect(result.stderr).toMatch(/^dsh: CONFIG_INVALID: missing\.jsonl is neither a file nor a session: /)
     expect(result.status).toBe(2)
+    // a directory (the sessions directory, say) is no recording either
+    const directory = await replay(home, [home.root])
+    expect(directory.stderr).toMatch(/^dsh: CONFIG_INVALID: .* is a directory, neither a session file nor a session/)
+    expect(directory.status).toBe(2)
   })
 })
 

@@ -833,6 +833,16 @@ const missingKey = (settings: Settings): Effect.Effect<MissingKeyError> => {
 export const apiKey = (settings: Settings): Effect.Effect<Redacted.Redacted<string> | undefined, MissingKeyError | ConfigInvalidError> => {
   const { provider } = settings
   if (settings.apiKey === undefined && provider.apiKeyRequired) return Effect.flatMap(missingKey(settings), Effect.fail)
+  // a model given blank (a config file's " ") is that mistake, not a profile without models
+  if (settings.model !== "" && settings.model.trim() === "") {
+    return Effect.fail(
+      new ConfigInvalidError({
+        message: `${settings.configFile}: model: expected a model's name, got the blank string ${JSON.stringify(settings.model)}`,
+        field: "model",
+        source: settings.configFile
+      })
+    )
+  }
   if (settings.model.trim() === "") {
     return Effect.fail(
       new ConfigInvalidError({

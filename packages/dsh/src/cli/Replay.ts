@@ -676,7 +676,12 @@ export interface Input {
 const recordingOf = (settings: Config.Settings, name: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    if (yield* fs.exists(name).pipe(Effect.orElseSucceed(() => false))) return yield* JsonlSessions.loadFile(name)
+    const kind = yield* fs.stat(name).pipe(Effect.map((info) => info.type), Effect.orElseSucceed(() => undefined))
+    // a directory (the sessions directory itself, say) is neither a recording nor a session's id
+    if (kind === "Directory") {
+      return yield* new ConfigInvalidError({ message: `${name} is a directory, neither a session file nor a session`, field: "file", source: "the command line" })
+    }
+    if (kind !== undefined) return yield* JsonlSessions.loadFile(name)
     if (settings.sessions === "memory") {
       return yield* new ConfigInvalidError({ message: `no file ${name}`, field: "file", source: "the command line" })
     }
