@@ -268,6 +268,19 @@ describe("Bash.run", () => {
       expect(text.split("\n").filter((l) => l !== marker && l !== "").every((l) => /^\d+$/.test(l))).toBe(true)
     }))
 
+  it.live("a spill file keeps at most its cap (64 MiB): a command that prints without end cannot fill the disk", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("dsh-bash-cap-")
+      const printed = 70 * 1024 * 1024
+      const result = yield* run({ command: `head -c ${printed} /dev/zero | tr '\\0' y` }).pipe(
+        Effect.provide(BashLocal.layerWith({ outputLimit: 1000, spillDirectory: dir }))
+      )
+      const { chars, file, text } = result.output
+      expect(chars).toBe(printed)
+      expect(statSync(file!).size).toBe(64 * 1024 * 1024)
+      expect(text).toContain(`characters cut here; its first 64 MiB are in ${file}, the rest was not kept …]`)
+    }))
+
   it.live("output within the limit is kept whole, and no file is written", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("dsh-bash-nospill-")

@@ -87,15 +87,23 @@ const kept = (window: Window): Kept => {
 /** Where the full output is, or why it is not anywhere. */
 export type FileNote =
   | { readonly _tag: "None" }
-  | { readonly _tag: "Saved"; readonly path: string }
+  | { readonly _tag: "Saved"; readonly path: string; readonly complete: boolean }
   | { readonly _tag: "Failed"; readonly reason: string }
+
+/**
+ * The most a spill file holds: a command that prints without end (`yes`, a dev server in the
+ * foreground) would otherwise fill the disk before its timeout; what is past it is counted, not kept.
+ */
+export const maxSpillBytes = 64 * 1024 * 1024
 
 const count = (n: number) => n.toLocaleString("en-US")
 
 const whereFull = (note: FileNote): string => {
   switch (note._tag) {
     case "Saved":
-      return `the full output is in ${note.path}`
+      return note.complete
+        ? `the full output is in ${note.path}`
+        : `its first ${maxSpillBytes / (1024 * 1024)} MiB are in ${note.path}, the rest was not kept`
     case "Failed":
       return `the full output could not be saved: ${note.reason}`
     case "None":
@@ -121,6 +129,10 @@ interface Spill {
   readonly path: string
   /** Where the open file lives: closed when the command's output is complete. */
   readonly scope: Scope.Scope
+  /** The bytes written so far (at most {@link maxSpillBytes}). */
+  written: number
+  /** Whether output was left out for the cap. */
+  cut: boolean
   state:
     | { readonly _tag: "Idle" }
     | { readonly _tag: "Open"; readonly file: FileSystem.File }
@@ -141,7 +153,7 @@ export const makeCapture = (options: {
   readonly scope: Scope.Scope
 }): Capture => ({
   window: makeWindow(options.limit),
-  spill: { fs: options.fs, directory: options.directory, path: options.path, scope: options.scope, state: { _tag: "Idle" } }
+  spill: { fs: options.fs, directory: options.directory, path: options.path, scope: options.scope, written: 0, cut: false, state: { _tag: "Idle" } }
 })
 
 const encoder = new TextEncoder()
@@ -157,13 +169,19 @@ const openSpill = (spill: Spill, initial: string): Effect.Effect<void> =>
     // readable by its owner only: a command's output can hold secrets, and the directory is shared
     const file = yield* spill.fs.open(spill.path, { flag: "wx", mode: 0o600 }).pipe(Scope.provide(spill.scope))
     spill.state = { _tag: "Open", file }
-    yield* file.writeAll(encoder.encode(initial))
+    yield* writeSpill(spill, initial)
   }).pipe(Effect.catch((error) => failSpill(spill, error)))
 
 const writeSpill = (spill: Spill, text: string): Effect.Effect<void> => {
   const state = spill.state
-  if (state._tag !== "Open") return Effect.void
-  return state.file.writeAll(encoder.encode(text)).pipe(Effect.catch((error) => failSpill(spill, error)))
+  if (state._tag !== "Open" || spill.cut) return Effect.void
+  const bytes = encoder.encode(text)
+  const room = maxSpillBytes - spill.written
+  // the cap may cut a character in two: the file is a record, read as UTF-8 with a replacement
+  const kept = bytes.length <= room ? bytes : bytes.subarray(0, room)
+  if (kept.length < bytes.length) spill.cut = true
+  spill.written += kept.length
+  return state.file.writeAll(kept).pipe(Effect.catch((error) => failSpill(spill, error)))
 }
 
 /**
@@ -186,7 +204,7 @@ export const fileNote = (capture: Capture): FileNote => {
   const state = capture.spill.state
   switch (state._tag) {
     case "Open":
-      return { _tag: "Saved", path: capture.spill.path }
+      return { _tag: "Saved", path: capture.spill.path, complete: !capture.spill.cut }
     case "Failed":
       return { _tag: "Failed", reason: state.reason }
     case "Idle":
