@@ -63,6 +63,14 @@ describe("Bash.run", () => {
       expect(error.message).toBe(`The command could not be started: the working directory ${join(dir, "missing")} does not exist`)
     }))
 
+  it.live("a command longer than the system starts (a 200 KB heredoc) is COMMAND_FAILED saying so and what to do instead", () =>
+    Effect.gen(function*() {
+      const error = yield* run({ command: `cat <<'EOF'\n${"x".repeat(200_000)}\nEOF` }).pipe(Effect.flip, Effect.provide(BashLocal.layer))
+      expect(error.code).toBe("COMMAND_FAILED")
+      expect(error.message).toContain("the command is too long for the system to start (one command line may hold about 128 KiB)")
+      expect(error.message).toContain("write the long text to a file first")
+    }))
+
   it.live("a working directory that is a file, and a shell that does not exist, are COMMAND_FAILED", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir("dsh-bash-nofile-")

@@ -101,6 +101,10 @@ const spawnProblem = (code: unknown, shell: string, cwd: string): string | undef
       return `the working directory ${cwd} is not a directory`
     case "EACCES":
       return `the shell "${shell}" or the working directory ${cwd} is not accessible`
+    case "E2BIG":
+      // the kernel refuses one argument of more than 128 KiB (a big heredoc written inline)
+      return "the command is too long for the system to start (one command line may hold about 128 KiB): " +
+        "write the long text to a file first (the write tool, or several shorter commands) and run a command that reads it"
     default:
       return undefined
   }
