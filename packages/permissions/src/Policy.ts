@@ -123,8 +123,9 @@
  *   of the directory the command runs in: the call's `cwd` resolved against `root`, or `root`
  *   itself when the call has none (the dsh command runs bash in the policy's root). A rule
  *   without `cwd` matches any directory; the rule an "always" answer adds for such a tool has one.
- * - A call that lacks the argument (or where it is not a string) does not match the rule;
- *   for `cwd`, only one where it is not a string.
+ * - A call that lacks the argument does not match the rule (for `cwd`, a call without one runs
+ *   in the root); one that gives it as something other than a string (`"command": 42`, a list)
+ *   cannot be checked, and is **denied** by that rule, saying so, as below.
  *   Arguments that are not JSON (or nest too deeply): the first rule that matches the call's
  *   name decides as usual if it has no argument pattern; if it has one, the call is **denied**
  *   with the parse error as the reason, rather than the rule skipped — skipping a deny rule
@@ -142,7 +143,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { posix } from "node:path"
-import { type Compiled, compile, matchesArguments, needsArguments, parseArguments } from "./internal/rules.ts"
+import { type Compiled, compile, matchesArguments, needsArguments, parseArguments, unreadableArgument } from "./internal/rules.ts"
 import { PolicyInvalidError, type Problem } from "./PermissionError.ts"
 
 /**
@@ -479,6 +480,14 @@ export const evaluate = (policy: Policy, call: { readonly name: string; readonly
         reason: `the permission policy cannot check the call (${
           source(policy, index)
         } looks at its arguments, which do not parse): ${args.error.message}`
+      }
+    }
+    const unreadable = unreadableArgument(rule, args.value)
+    if (unreadable !== undefined) {
+      return {
+        decision: "deny",
+        rule: index,
+        reason: `the permission policy cannot check the call (${source(policy, index)} looks at its ${unreadable}, which is no text)`
       }
     }
     if (matchesArguments(rule, policy.root, args.value)) return verdictOf(policy, index)

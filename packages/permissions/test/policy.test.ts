@@ -249,10 +249,12 @@ describe("matching commands", () => {
     expect(decisionOf(policy, "bash", { command: "python2 -m pytest" })).toBe("deny@default")
   })
 
-  it("a call without a command string does not match a command rule", () => {
+  it("a call without a command does not match a command rule; one whose command is no text cannot be checked: denied by that rule", () => {
     expect(decisionOf(commands, "bash", { cmd: "rm -rf /" })).toBe("ask@default")
-    expect(decisionOf(commands, "bash", { command: ["rm", "-rf"] })).toBe("ask@default")
     expect(decisionOf(commands, "bash", `["rm"]`)).toBe("ask@default")
+    // a deny rule skipped for it would leave the user asked about `rm -rf /`
+    expect(decisionOf(commands, "bash", { command: ["rm", "-rf", "/"] })).toBe("deny@0")
+    expect(decisionOf(commands, "bash", { command: 42 })).toBe("deny@0")
   })
 })
 
@@ -628,7 +630,7 @@ describe("a call's environment and working directory", () => {
     expect(make({ cwd: "packages/../.." })).toBe("deny@default")
     expect(make({ cwd: "/tmp" })).toBe("deny@default")
     expect(make({})).toBe("deny@default")
-    expect(make({ cwd: 3 })).toBe("deny@default")
+    expect(make({ cwd: 3 })).toBe("deny@0")
     expect(decisionOf(build([{ decision: "allow", tool: "bash", cwd: "/repo" }], "deny"), "bash", { command: "ls" })).toBe(
       "allow@0"
     )

@@ -370,6 +370,24 @@ const workingDirectory = (args: Schema.Json, root: string): string | undefined =
   return typeof cwd === "string" ? resolvePath(root, cwd) : undefined
 }
 
+/**
+ * The argument a rule reads that the call gives but not as text (`"command": 42`, a list), or
+ * `undefined`: such a call cannot be checked, and is refused like one whose arguments do not
+ * parse, rather than the rule skipped. An argument the call does not give at all leaves the
+ * rule out, as before (a path rule does not apply to a tool without a path).
+ */
+export const unreadableArgument = (compiled: Compiled, args: Schema.Json): string | undefined => {
+  const reads = [
+    ...(compiled.commands === undefined ? [] : ["command"]),
+    ...(compiled.cwds === undefined ? [] : ["cwd"]),
+    ...(compiled.paths === undefined ? [] : ["path"])
+  ]
+  return reads.find((key) => {
+    const value = argument(args, key)
+    return value !== undefined && typeof value !== "string"
+  })
+}
+
 /** Whether a rule whose names match also matches the call's (parsed) arguments. */
 export const matchesArguments = (compiled: Compiled, root: string, args: Schema.Json): boolean => {
   if (compiled.commands !== undefined) {
