@@ -71,7 +71,10 @@ for (const descriptors of [true, false]) {
             ["glob", { pattern: "*", path: "../outside" }],
             ["glob", { pattern: "../outside/*" }],
             ["glob", { pattern: join(outside, "*") }],
-            ["search", { pattern: "TOKEN", path: ".." }]
+            ["search", { pattern: "TOKEN", path: ".." }],
+            // a glob that reaches out matches nothing inside: "no matches" would mislead the model
+            ["search", { pattern: "TOKEN", glob: "../**" }],
+            ["search", { pattern: "TOKEN", glob: join(outside, "*") }]
           ]
           for (const [name, args] of calls) {
             const result = yield* run(name, args)

@@ -7,7 +7,7 @@ import { Tool, ToolErrors } from "@dsh/tools"
 import * as Effect from "effect/Effect"
 import * as Glob from "effect/Glob"
 import * as Schema from "effect/Schema"
-import { access, type AccessError, countParameter, notRegularFile, pathParameter, type Settings } from "./access.ts"
+import { access, type AccessError, countParameter, denied, notRegularFile, pathParameter, type Settings } from "./access.ts"
 import { globParameter } from "./pattern.ts"
 import { make as systemFailure } from "./system.ts"
 import { decode, excerpt, formatSize, splitLines, withoutCr } from "./text.ts"
@@ -93,6 +93,15 @@ export const make = (settings: Settings) =>
             message: `Invalid arguments for tool "search" (1 problem):\n- at pattern: ${reason}`
           })
         )
+      }
+      // as glob refuses it: a pattern reaching out of the searched directory matches nothing
+      // there, and "no matches" would tell the model there is nothing to find
+      if (glob !== undefined && (glob.startsWith("/") || glob.split("/").includes(".."))) {
+        return Effect.fail(denied(
+          "search",
+          `the glob ${JSON.stringify(glob)} reaches out of the directory it searches; give a relative ` +
+            "pattern without .. (and path to search elsewhere in the workspace)"
+        ))
       }
       const fileFilter = glob === undefined ? undefined : { glob: Glob.make(glob), byPath: glob.includes("/") }
       const max = limit ?? defaultLimit
