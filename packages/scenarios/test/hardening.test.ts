@@ -16,6 +16,17 @@ import { create, endReasons, type Event, kinds, makeGate, ofType, register, requ
 
 const { reply } = ScriptedModel
 
+/** A flush hook whose first flush does not end until the returned Deferred is done, whatever interrupts it: a stuck disk. */
+const stallFirstFlush = Effect.gen(function*() {
+  const stall = yield* Deferred.make<void>()
+  let flushes = 0
+  yield* (yield* FlushCheckpoint).register({
+    name: "stalled-disk",
+    flush: () => (flushes++ === 0 ? Effect.uninterruptible(Deferred.await(stall)) : Effect.void)
+  })
+  return stall
+})
+
 /** Log lines, with a Deferred completed by the first one that contains `awaited`. */
 const captureLogs = (awaited: string) =>
   Effect.gen(function*() {
@@ -187,13 +198,7 @@ describe("#13.3 abort returns within the grace, whatever does not cooperate", ()
 
   it.effect("the flush before a step's calls stalls, then an abort: abort returns within the grace, the call is answered ABORTED", () =>
     Effect.gen(function*() {
-      const stall = yield* Deferred.make<void>()
-      const checkpoint = yield* FlushCheckpoint
-      let flushes = 0
-      yield* checkpoint.register({
-        name: "stalled-disk",
-        flush: () => (flushes++ === 0 ? Effect.uninterruptible(Deferred.await(stall)) : Effect.void)
-      })
+      const stall = yield* stallFirstFlush
       const agent = yield* create({ abortGrace: "500 millis" })
       yield* agent.send("echo it")
       yield* waitFor(agent.session, "tool/call")
@@ -212,13 +217,7 @@ describe("#13.3 abort returns within the grace, whatever does not cooperate", ()
 
   it.effect("a flush that stalls: abort returns within the grace, the turn stays completed, the given-up flush is recorded", () =>
     Effect.gen(function*() {
-      const stall = yield* Deferred.make<void>()
-      const checkpoint = yield* FlushCheckpoint
-      let flushes = 0
-      yield* checkpoint.register({
-        name: "stalled-disk",
-        flush: () => (flushes++ === 0 ? Effect.uninterruptible(Deferred.await(stall)) : Effect.void)
-      })
+      const stall = yield* stallFirstFlush
       const agent = yield* create({ abortGrace: "500 millis" })
       yield* agent.send("hello")
       yield* waitFor(agent.session, "turn/end")
