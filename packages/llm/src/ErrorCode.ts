@@ -164,7 +164,7 @@ export const catalog = {
     raisedBy: "@dsh/prompt (PromptSectionError), raised by the system prompt assembly"
   },
   INVALID_SESSION: {
-    meaning: "A session was not created: its options are out of their range (an id that is no non-empty string, a createdAt that is no integer of epoch milliseconds, a seed that is no log counting seq from 0 with no gap, or holding an event its type's Schema refuses), or an id JSONL persistence cannot make a file name of (too long); the message names each, a seed event by its index and the path of what is wrong.",
+    meaning: "A session was not created: its options are out of their range (an id that is no string, empty or only white space, a createdAt that is no integer of epoch milliseconds, a seed that is no log counting seq from 0 with no gap, or holding an event its type's Schema refuses), or an id JSONL persistence cannot make a file name of (too long); the message names each, a seed event by its index and the path of what is wrong.",
     raisedBy: "@dsh/session (InvalidSessionError), raised by SessionStore.create (and its admission: JsonlSessions refuses an id too long for a file name)"
   },
   INVALID_EVENT: {

@@ -57,7 +57,7 @@ import { Agent, Agents, AgentHooks, InvalidInputError } from "@dsh/agent"
 import { AdapterSettings, HarnessError, Ids } from "@dsh/llm"
 import { Model, ModelRegistry } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
-import { Closing, Compaction, FlushCheckpoint, type Session, SessionErrors, SessionStore } from "@dsh/session"
+import { Closing, Compaction, FlushCheckpoint, Session, SessionErrors, SessionStore } from "@dsh/session"
 import { ToolRegistry } from "@dsh/tools"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -194,10 +194,8 @@ const sessionProblems = (source: Agent.SessionSource | undefined): ReadonlyArray
   }
   const unknown = AdapterSettings.unknownKeys("session", source, sessionSourceNames)
   const id: unknown = "id" in source ? source.id : undefined
-  const idProblem = id !== undefined && (typeof id !== "string" || id === "")
-    ? [`session.id must be a non-empty string, got ${shown(id)}`]
-    : []
-  return [...(unknown === undefined ? [] : [unknown]), ...idProblem, ...seedProblems(source), ...sessionValueProblems(source)]
+  const idProblem = id === undefined ? undefined : Session.idProblem(id)
+  return [...(unknown === undefined ? [] : [unknown]), ...(idProblem === undefined ? [] : [`session.id ${idProblem}`]), ...seedProblems(source), ...sessionValueProblems(source)]
 }
 
 /** What is wrong with the session given to resume or to fork: it must be a session (possible past the types). */

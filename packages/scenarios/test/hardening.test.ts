@@ -373,6 +373,7 @@ describe("options past the types: each named, INVALID_INPUT, no agent made", () 
       for (const [options, named] of [
         [{ session: null }, "session must be { id?, seed? }"],
         [{ session: { id: "" } }, "session.id must be a non-empty string"],
+        [{ session: { id: "   " } }, "session.id must not be blank"],
         [{ compaction: null }, "compaction must be an object of compaction settings, got null"],
         [{ compaction: "x" }, "compaction must be an object"],
         [{ compaction: { treshold: 0.5 } }, "compaction.treshold is not a compaction setting"],

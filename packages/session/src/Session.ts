@@ -115,6 +115,21 @@ const isDefinition = (u: unknown): u is Definition<ExtensionType, unknown> =>
   typeof u === "object" && u !== null && "type" in u && "data" in u && "decode" in u
 
 /**
+ * What is wrong with a session id, as the words "id must ..." end with; or `undefined` for an
+ * id a session can have: a string with something other than white space in it. A blank id is
+ * refused since it is almost always an unset variable, not a name someone chose.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const idProblem = (id: unknown): string | undefined => {
+  if (typeof id !== "string" || id === "") {
+    return `must be a non-empty string, got ${id === "" ? "an empty one" : HarnessError.describe(id)}`
+  }
+  return id.trim() === "" ? `must not be blank, got ${JSON.stringify(id)}` : undefined
+}
+
+/**
  * What is wrong with a seed log, naming the first event that is wrong and what it holds; or
  * `undefined` when it is a log: events counting `seq` from 0 with no gap, each a session
  * event by its type's Schema (see `SessionEvent.problem`; not checked again for a log marked

@@ -178,9 +178,8 @@ const checkCreateOptions = (options: CreateOptions): Effect.Effect<void, Invalid
     return Effect.fail(new InvalidSessionError({ message: `a session was not created: its options must be an object, got ${HarnessError.describe(options)}` }))
   }
   const problems: Array<string> = []
-  if (options.id !== undefined && (typeof options.id !== "string" || options.id === "")) {
-    problems.push(`id must be a non-empty string, got ${options.id === "" ? "an empty one" : HarnessError.describe(options.id)}`)
-  }
+  const idProblem = options.id === undefined ? undefined : Session.idProblem(options.id)
+  if (idProblem !== undefined) problems.push(`id ${idProblem}`)
   if (options.createdAt !== undefined && !Number.isSafeInteger(options.createdAt)) {
     problems.push(`createdAt must be an integer of epoch milliseconds, got ${typeof options.createdAt === "string" ? JSON.stringify(options.createdAt) : HarnessError.describe(options.createdAt)}`)
   }

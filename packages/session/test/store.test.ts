@@ -42,6 +42,8 @@ describe("SessionStore", () => {
       expect(empty.code).toBe("INVALID_SESSION")
       expect(empty.message).toBe("a session was not created: id must be a non-empty string, got an empty one")
       expect((yield* refused({ id: 42 })).message).toContain("id must be a non-empty string, got 42")
+      // white space alone is an unset variable, not a chosen name
+      expect((yield* refused({ id: " \t " })).message).toBe(`a session was not created: id must not be blank, got " \\t "`)
       for (const createdAt of [Number.NaN, 1.5, Number.POSITIVE_INFINITY, "1700000000000"]) {
         expect((yield* refused({ createdAt })).message).toContain("createdAt must be an integer of epoch milliseconds")
       }
