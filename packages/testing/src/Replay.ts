@@ -36,7 +36,9 @@
  *   message; any other code (a middleware, a listener or the adapter died) makes the stream die
  *   with an error of that code and message. Either way the loop logs the same `error` event;
  * - no `finish` and no error: the step was interrupted (abort, disposal). The stream hangs
- *   after the chunks, so the replaying test must interrupt it again, as the recording did;
+ *   after the chunks, so the replaying test must interrupt it again, as the recording did —
+ *   unless its turn ended otherwise (`completed`, `error`, `limit`), which no run logs: the
+ *   stream then dies with `REPLAY_MISMATCH` saying the recording was edited or damaged;
  * - the log ends inside the step (a crash), or a resume closed the step after a crash (its
  *   `session/repair` of kind `interrupted-turn`): the stream dies with `REPLAY_MISMATCH`.
  *
@@ -337,6 +339,11 @@ export type Ending =
   | { readonly _tag: "Interrupted" }
   /** The log ends inside the step. */
   | { readonly _tag: "Cut" }
+  /**
+   * No finish and no error, yet its turn ended neither aborted nor disposed (`completed`,
+   * `error`, `limit`): no run logs that, so the log was edited or damaged; `why` says so.
+   */
+  | { readonly _tag: "Inconsistent"; readonly why: string }
 
 /**
  * A recorded step that made a model request: what it asked and what it got.
@@ -434,6 +441,8 @@ export const steps = (
   // every event so far, for the part of the history a summary replaced
   const seen: Array<SessionEvent.SessionEvent> = []
   let turn = 0
+  // the steps of this turn that ended with neither finish nor error: its turn/end says whether they were stopped
+  let interrupted: Array<number> = []
   const key = (turn: number, step: number) => `${turn}/${step}`
   for (const event of events) {
     seen.push(event)
@@ -511,10 +520,16 @@ export const steps = (
         const current = open.get(k)
         if (current !== undefined) {
           open.delete(k)
-          done.push(close(current, !current.crashed))
+          const step = close(current, !current.crashed)
+          if (step.ending._tag === "Interrupted") interrupted.push(done.length)
+          done.push(step)
         }
         break
       }
+      case "turn/end":
+        checkInterrupted(done, interrupted, event.data.reason)
+        interrupted = []
+        break
       default:
         break
     }
@@ -522,6 +537,21 @@ export const steps = (
   }
   for (const current of open.values()) done.push(close(current, false))
   return done.sort((a, b) => a.number - b.number)
+}
+
+/**
+ * Marks `Inconsistent` the steps at `indexes` of `done` (each ended with neither finish nor
+ * error) when their turn ended other than stopped: answering them by hanging would hang the
+ * replay for ever, waiting on an interruption the recording never made.
+ */
+const checkInterrupted = (done: Array<Step>, indexes: ReadonlyArray<number>, reason: SessionEvent.TurnEndReason): void => {
+  if (reason.kind === "aborted" || reason.kind === "disposed" || reason.kind === "interrupted") return
+  for (const index of indexes) {
+    const step = done[index]!
+    const why = `its step (${where(step)}) logged no finish chunk and no error, yet its turn ended ${reason.kind}, ` +
+      "which no run logs: the recording was edited or damaged"
+    done[index] = { ...step, ending: { _tag: "Inconsistent", why } }
+  }
 }
 
 /** The recorded step of a summarizing call: its summary as a text answer, or its failure. */
@@ -567,6 +597,18 @@ const ending = (step: Step, requestNumber: number): Stream.Stream<never, LlmErro
     }
     case "Interrupted":
       return Stream.never
+    case "Inconsistent":
+      return Stream.die(
+        new ReplayMismatchError({
+          message: `request ${requestNumber} cannot be answered from the recording: ${end.why}`,
+          requestNumber,
+          turn: step.turn,
+          step: step.step,
+          part: "recording inconsistent",
+          expected: "(absent)",
+          actual: "(absent)"
+        })
+      )
     case "Cut":
       return Stream.die(
         new ReplayMismatchError({

@@ -414,6 +414,34 @@ describe("Replay.layer", () => {
     }).pipe(Effect.provide(replaying(events)))
   })
 
+  it.effect("a step with no finish and no error in a turn that completed (an edited cassette) dies with REPLAY_MISMATCH, never hangs", () => {
+    const events = log(
+      ["turn/start", { turn: 1, trigger: "send" }],
+      ["step/start", { turn: 1, step: 1 }],
+      ["model/request", { turn: 1, step: 1, model: "m", settings: {} }],
+      // the finish chunk was deleted by hand
+      ...chunks(1, 1, answerTwo.slice(0, -1)),
+      ["assistant/message", { turn: 1, step: 1, content: [Content.text("done")], finishReason: FinishReason.stop }],
+      ["step/end", { turn: 1, step: 1 }],
+      ["turn/end", { turn: 1, reason: { kind: "completed" } }]
+    )
+    const [step] = Replay.steps(events)
+    const why = `its step (turn 1, step 1, seq ${step!.seq}) logged no finish chunk and no error, yet its turn ended completed, ` +
+      "which no run logs: the recording was edited or damaged"
+    expect(step!.ending).toStrictEqual({ _tag: "Inconsistent", why })
+    return Effect.gen(function*() {
+      const replayed = yield* drain(step!.request)
+      expect(replayed.chunks).toStrictEqual(answerTwo.slice(0, -1))
+      expect(mismatchOf(replayed.exit)).toMatchObject({
+        code: "REPLAY_MISMATCH",
+        part: "recording inconsistent",
+        turn: 1,
+        step: 1,
+        message: `request 1 cannot be answered from the recording: ${why}`
+      })
+    }).pipe(Effect.provide(replaying(events)))
+  })
+
   it.effect("normalize brings both sides to a comparable form (a volatile prompt section)", () => {
     const dated = log(
       ["turn/start", { turn: 1, trigger: "send" }],
