@@ -595,7 +595,7 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, AnthropicCon
  */
 export const layerNoDeps = (
   options: Options = {}
-): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError, ModelRegistry | HttpClient.HttpClient> =>
+): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry | HttpClient.HttpClient> =>
   layerAdapter(make(options))
 
 /**
@@ -617,7 +617,7 @@ export const layerNoDeps = (
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
+): Layer.Layer<never, AnthropicConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry> =>
   // keep-alive: a connection whose response was read to its end (an error's body, before a
   // retry) is reused; a model stream's is closed at its terminal event, which ends the answer
   // without waiting for the server to end the body

@@ -235,7 +235,7 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, DeepSeekConf
  */
 export const layerNoDeps = (
   options: Options = {}
-): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError, ModelRegistry | HttpClient.HttpClient> =>
+): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry | HttpClient.HttpClient> =>
   layerAdapter(make(options))
 
 /**
@@ -257,7 +257,7 @@ export const layerNoDeps = (
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError, ModelRegistry> =>
+): Layer.Layer<never, DeepSeekConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry> =>
   // keep-alive: a connection whose response was read to its end (an error's body, before a
   // retry) is reused; a model stream's is closed at its terminal event, which ends the answer
   // without waiting for the server to end the body

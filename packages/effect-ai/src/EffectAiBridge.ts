@@ -186,7 +186,7 @@ export const adapter = (options: Options): Effect.Effect<Adapter, EffectAiConfig
  */
 export const layer = (
   options: Options
-): Layer.Layer<never, EffectAiConfigError | ModelErrors.ModelConflictError, ModelRegistry | LanguageModel.LanguageModel> =>
+): Layer.Layer<never, EffectAiConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry | LanguageModel.LanguageModel> =>
   layerAdapter(adapter(options))
 
 /**
@@ -199,7 +199,7 @@ export const layer = (
 export const layerWith = <E = never, R = never>(
   languageModel: LanguageModel.LanguageModel | Effect.Effect<LanguageModel.LanguageModel, E, R>,
   options: Options
-): Layer.Layer<never, E | EffectAiConfigError | ModelErrors.ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
+): Layer.Layer<never, E | EffectAiConfigError | ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry | Exclude<R, Scope.Scope>> =>
   layerAdapter(
     Effect.flatMap(checked(options), (valid) =>
       Effect.map(

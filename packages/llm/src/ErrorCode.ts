@@ -201,7 +201,7 @@ export const catalog = {
   },
   LLM_CONFIG: {
     meaning: "A model adapter's Layer was built without a required setting (an API key) or with an invalid one (a malformed base URL); the message says how to set it.",
-    raisedBy: "@dsh/openai (OpenAiConfigError), @dsh/anthropic (AnthropicConfigError), @dsh/deepseek (DeepSeekConfigError), @dsh/effect-ai (EffectAiConfigError), raised when the adapter's Layer is built"
+    raisedBy: "@dsh/openai (OpenAiConfigError), @dsh/anthropic (AnthropicConfigError), @dsh/deepseek (DeepSeekConfigError), @dsh/effect-ai (EffectAiConfigError), @dsh/model (AdapterConfigError: ModelRegistry.register given no adapter, the scripted model's options; also @dsh/testing's replay model), raised when the adapter's Layer is built"
   },
   REPLAY_MISMATCH: {
     meaning: "A replayed model request differs from the recorded session (model, system prompt, tools, settings or derived messages), or goes past the recording; the message names the request, the recorded step and the first difference with expected and actual previews.",

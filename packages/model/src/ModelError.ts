@@ -44,9 +44,23 @@ export class ScriptExhaustedError extends Schema.TaggedError<ScriptExhaustedErro
 }) {}
 
 /**
+ * A model adapter was made with a setting out of its range: registered with no name, `models`
+ * that is no list of names, a `stream` that is no function (`ModelRegistry.register`), or a
+ * scripted or replay model given options past their types. Nothing is registered.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AdapterConfigError extends Schema.TaggedError<AdapterConfigError>()("AdapterConfigError", {
+  ...HarnessError.fields("LLM_CONFIG"),
+  /** The setting at fault, e.g. `"models"`, `"script"`. */
+  setting: Schema.String
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const classes = [NoModelError, ModelConflictError, ScriptExhaustedError] as const
+export const classes = [NoModelError, ModelConflictError, ScriptExhaustedError, AdapterConfigError] as const

@@ -6,14 +6,14 @@
  *
  * @since 0.1.0
  */
-import { type LlmError, type ModelInfo, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
+import { AdapterSettings, type LlmError, type ModelInfo, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import { ModelConflictError, NoModelError } from "./ModelError.ts"
+import { AdapterConfigError, ModelConflictError, NoModelError } from "./ModelError.ts"
 
 /**
  * A model adapter: the names it serves and its streaming call. The stream obeys the chunk
@@ -39,10 +39,14 @@ export interface Adapter {
 export class ModelRegistry extends Context.Service<ModelRegistry, {
   /**
    * Registers an adapter until the current scope closes. Fails with `ModelConflictError` if it
-   * claims a served name, and with `ScopeClosedError` if the current scope is closed already;
-   * either way nothing is registered.
+   * claims a served name, with `AdapterConfigError` (`LLM_CONFIG`) if it is no adapter (no
+   * name, `models` that is no list of names, `info` that is no list, `stream` that is no
+   * function), and with `ScopeClosedError` if the current scope is closed already; either way
+   * nothing is registered.
    */
-  readonly register: (adapter: Adapter) => Effect.Effect<void, ModelConflictError | ScopedList.ScopeClosedError, Scope.Scope>
+  readonly register: (
+    adapter: Adapter
+  ) => Effect.Effect<void, ModelConflictError | AdapterConfigError | ScopedList.ScopeClosedError, Scope.Scope>
   /** The adapter serving a model. */
   readonly resolve: (model: string) => Effect.Effect<Adapter, NoModelError>
   /** The served model names, sorted. */
@@ -64,7 +68,9 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
 
     const register = (adapter: Adapter) =>
       Effect.flatMap(Scope.Scope, (scope) => Effect.acquireRelease(
-        Effect.suspend((): Effect.Effect<void, ModelConflictError | ScopedList.ScopeClosedError> => {
+        Effect.suspend((): Effect.Effect<void, ModelConflictError | AdapterConfigError | ScopedList.ScopeClosedError> => {
+          const problem = adapterProblem(adapter)
+          if (problem !== undefined) return Effect.fail(problem)
           // A closed scope would run the release at once: the adapter would serve nothing.
           // Checked next to the insertion, where no other fiber runs in between.
           if (ScopedList.isClosed(scope)) {
@@ -121,6 +127,24 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
   })
 }
 
+/** What makes a value past the types no adapter: the registry would serve nonsense (a string's letters as models). */
+const adapterProblem = (adapter: unknown): AdapterConfigError | undefined => {
+  const refused = (setting: string, message: string) =>
+    new AdapterConfigError({ message: `a model adapter was not registered: ${message}`, setting })
+  if (typeof adapter !== "object" || adapter === null) return refused("adapter", `it must be an object, got ${AdapterSettings.shown(adapter)}`)
+  const { info, models, name, stream } = adapter as Partial<Record<keyof Adapter, unknown>>
+  if (typeof name !== "string" || name === "") return refused("name", `its name must be a non-empty string, got ${AdapterSettings.shown(name)}`)
+  const named = `adapter ${JSON.stringify(name)}`
+  if (!Array.isArray(models)) return refused("models", `${named}: models must be a list of model names, got ${AdapterSettings.shown(models)}`)
+  const wrong = models.find((model) => typeof model !== "string" || model === "")
+  if (wrong !== undefined || models.includes("")) {
+    return refused("models", `${named}: a model name must be a non-empty string, got ${AdapterSettings.shown(wrong)}`)
+  }
+  if (info !== undefined && !Array.isArray(info)) return refused("info", `${named}: info must be a list of model infos, got ${AdapterSettings.shown(info)}`)
+  if (typeof stream !== "function") return refused("stream", `${named}: stream must be a function of a request, got ${AdapterSettings.shown(stream)}`)
+  return undefined
+}
+
 /**
  * A Layer that registers an adapter for its own lifetime. This is how adapter Layers are
  * built.
@@ -130,7 +154,7 @@ export class ModelRegistry extends Context.Service<ModelRegistry, {
  */
 export const layerAdapter = <E, R>(
   adapter: Effect.Effect<Adapter, E, R>
-): Layer.Layer<never, E | ModelConflictError, ModelRegistry | Exclude<R, Scope.Scope>> =>
+): Layer.Layer<never, E | ModelConflictError | AdapterConfigError, ModelRegistry | Exclude<R, Scope.Scope>> =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const registry = yield* ModelRegistry

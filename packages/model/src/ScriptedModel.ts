@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import {
+  AdapterSettings,
   Assembler,
   type Content,
   type FinishReason,
@@ -40,7 +41,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { type ModelConflictError, ScriptExhaustedError } from "./ModelError.ts"
+import { AdapterConfigError, type ModelConflictError, ScriptExhaustedError } from "./ModelError.ts"
 import { ModelRegistry } from "./ModelRegistry.ts"
 
 /**
@@ -216,20 +217,75 @@ const run = (step: Step): Effect.Effect<StreamChunk.StreamChunk, LlmError.LlmErr
   }
 }
 
+const stepTags: ReadonlySet<unknown> = new Set(["Emit", "Fail", "Die", "Hang"])
+
+/** What makes a reply past the types no reply: a value that is no step, or a step of no kind. */
+const replyProblem = (reply: unknown, where: string): string | undefined => {
+  if (typeof reply === "function") return undefined
+  if (!Array.isArray(reply)) return `${where} must be a list of steps or a function giving one, got ${AdapterSettings.shown(reply)}`
+  for (let i = 0; i < reply.length; i++) {
+    const step: unknown = reply[i]
+    const tag = typeof step === "object" && step !== null ? (step as { readonly _tag?: unknown })._tag : undefined
+    if (!stepTags.has(tag)) {
+      return `${where}, step ${i} must be a step (Emit, Fail, Die or Hang; see ScriptedModel.reply), got ` +
+        (tag === undefined ? AdapterSettings.shown(step) : `_tag ${AdapterSettings.shown(tag)}`)
+    }
+    if (tag === "Emit" && !("chunk" in (step as object))) return `${where}, step ${i} is an Emit with no chunk`
+    if (tag === "Fail" && !("error" in (step as object))) return `${where}, step ${i} is a Fail with no error`
+  }
+  return undefined
+}
+
+/** What is wrong with options past their types, named before anything is registered. */
+const optionsProblem = (options: unknown): { readonly setting: string; readonly message: string } | undefined => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return { setting: "options", message: `its options must be { script, models?, name? }, got ${AdapterSettings.shown(options)}` }
+  }
+  const unknown = AdapterSettings.unknownKeys("the options object", options, ["script", "models", "name"])
+  if (unknown !== undefined) return { setting: "options", message: unknown }
+  const { name, script } = options as Partial<Record<keyof Options, unknown>>
+  if (!Array.isArray(script)) return { setting: "script", message: `script must be a list of replies, got ${AdapterSettings.shown(script)}` }
+  for (let i = 0; i < script.length; i++) {
+    const problem = replyProblem(script[i], `script reply ${i}`)
+    if (problem !== undefined) return { setting: "script", message: problem }
+  }
+  if (name !== undefined && (typeof name !== "string" || name === "")) {
+    return { setting: "name", message: `name must be a non-empty string, got ${AdapterSettings.shown(name)}` }
+  }
+  return undefined
+}
+
+/** The steps of the reply to request `requestNumber`; a computed reply that is no list of steps dies, naming it. */
+const stepsOf = (reply: Reply, request: ModelRequest.ModelRequest, requestNumber: number): Stream.Stream<StreamChunk.StreamChunk, LlmError.LlmError> => {
+  const steps = typeof reply === "function" ? reply(request, requestNumber) : reply
+  const problem = typeof reply === "function" ? replyProblem(steps, `the reply computed for request ${requestNumber}`) : undefined
+  return problem === undefined
+    ? Stream.fromIterable(steps).pipe(Stream.mapEffect(run))
+    : Stream.die(new AdapterConfigError({ message: `the scripted model cannot answer: ${problem}`, setting: "script" }))
+}
+
 /**
  * Registers the scripted model as an adapter and provides its {@link ScriptedModel} handle.
  * A request beyond the script dies with `ScriptExhaustedError` (code `SCRIPT_EXHAUSTED`): a
- * test that asks more than it scripted is wrong, not unlucky.
+ * test that asks more than it scripted is wrong, not unlucky. Options past their types (no
+ * `script` list, a reply that is no list of steps, a step of no kind, an unknown key) fail
+ * the Layer with `AdapterConfigError` (`LLM_CONFIG`) naming the setting; replies given to
+ * `append` are checked the same way, and a computed reply when it is computed (its stream
+ * dies with the error).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
   options: Options
-): Layer.Layer<ScriptedModel, ModelConflictError, ModelRegistry> =>
+): Layer.Layer<ScriptedModel, ModelConflictError | AdapterConfigError, ModelRegistry> =>
   Layer.effect(
     ScriptedModel,
     Effect.gen(function*() {
+      const problem = optionsProblem(options)
+      if (problem !== undefined) {
+        return yield* new AdapterConfigError({ message: `the scripted model was not made: ${problem.message}`, setting: problem.setting })
+      }
       const registry = yield* ModelRegistry
       const script: Array<Reply> = [...options.script]
       const requests: Array<ModelRequest.ModelRequest> = []
@@ -247,8 +303,7 @@ export const layer = (
               })
             )
           }
-          const steps = typeof next === "function" ? next(request, requestNumber) : next
-          return Stream.fromIterable(steps).pipe(Stream.mapEffect(run))
+          return stepsOf(next, request, requestNumber)
         }))
 
       yield* ScopedList.inOpenScope(
@@ -258,7 +313,14 @@ export const layer = (
       return ScriptedModel.of({
         requests: Effect.sync(() => requests.slice()),
         remaining: Effect.sync(() => script.length),
-        append: (...replies) => Effect.sync(() => void script.push(...replies))
+        append: (...replies) =>
+          Effect.suspend(() => {
+            const problem = replies.map((reply, i) => replyProblem(reply, `appended reply ${i}`)).find((p) => p !== undefined)
+            // a test that appends no reply has a bug the next request would only hide
+            return problem === undefined
+              ? Effect.sync(() => void script.push(...replies))
+              : Effect.die(new AdapterConfigError({ message: `the scripted model cannot take the replies: ${problem}`, setting: "script" }))
+          })
       })
     })
   )

@@ -191,3 +191,28 @@ describe("layerAdapter", () => {
       expect(error.code).toBe("LLM_AUTH")
     }))
 })
+
+describe("a value past the Adapter type", () => {
+  it.effect("is refused by register with AdapterConfigError (LLM_CONFIG) naming the setting; nothing is registered", () =>
+    Effect.gen(function*() {
+      const registry = yield* ModelRegistry
+      const stream = alpha.stream
+      const refused = (adapter: unknown) => Effect.flip(registry.register(adapter as Adapter))
+      for (const [adapter, setting, words] of [
+        [null, "adapter", "it must be an object, got null"],
+        [{ models: ["m"], stream }, "name", "its name must be a non-empty string"],
+        // a string's letters would be served as models
+        [{ name: "x", models: "gpt", stream }, "models", `adapter "x": models must be a list of model names, got "gpt"`],
+        [{ name: "x", models: ["m", 7], stream }, "models", `adapter "x": a model name must be a non-empty string, got 7`],
+        [{ name: "x", models: ["m", ""], stream }, "models", "a model name must be a non-empty string"],
+        [{ name: "x", models: ["m"], info: {}, stream }, "info", "info must be a list"],
+        [{ name: "x", models: ["m"], stream: "no" }, "stream", "stream must be a function of a request"]
+      ] as const) {
+        const error = yield* refused(adapter)
+        expect(error).toBeInstanceOf(ModelErrors.AdapterConfigError)
+        expect(error).toMatchObject({ code: "LLM_CONFIG", setting })
+        expect(error.message).toContain(words)
+      }
+      expect(yield* registry.models).toStrictEqual([])
+    }).pipe(Effect.scoped, Effect.provide(ModelRegistry.layer)))
+})

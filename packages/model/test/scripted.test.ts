@@ -437,3 +437,47 @@ describe("the ScriptedModel handle", () => {
       expect(clash.registeredBy).toBe("pre")
     }))
 })
+
+describe("options past the types", () => {
+  const built = (options: unknown) =>
+    Effect.flip(Layer.build(ScriptedModel.layer(options as ScriptedModel.Options).pipe(Layer.provide(Model.layer))))
+
+  it.effect("fail the Layer with AdapterConfigError (LLM_CONFIG) naming the setting, before a request is asked", () =>
+    Effect.gen(function*() {
+      for (const [options, setting, words] of [
+        [undefined, "options", "its options must be { script, models?, name? }"],
+        [{}, "script", "script must be a list of replies"],
+        [{ script: "hi" }, "script", `script must be a list of replies, got "hi"`],
+        [{ script: [null] }, "script", "script reply 0 must be a list of steps or a function giving one, got null"],
+        [{ script: [reply.text("a"), [{ _tag: "Emmit" }]] }, "script", `script reply 1, step 0 must be a step (Emit, Fail, Die or Hang; see ScriptedModel.reply), got _tag "Emmit"`],
+        [{ script: [[{ _tag: "Fail" }]] }, "script", "script reply 0, step 0 is a Fail with no error"],
+        [{ script: [], scirpt: [] }, "options", `the options object has "scirpt", which is no option`],
+        [{ script: [], name: "" }, "name", "name must be a non-empty string"],
+        [{ script: [], models: "scripted" }, "models", `models must be a list of model names, got "scripted"`]
+      ] as const) {
+        const error = yield* built(options)
+        expect(error).toBeInstanceOf(ModelErrors.AdapterConfigError)
+        expect(error).toMatchObject({ code: "LLM_CONFIG", setting })
+        expect(error.message).toContain(words)
+      }
+    }).pipe(Effect.scoped))
+
+  it.effect("a computed reply that is no list of steps, or an appended one, dies with AdapterConfigError naming it", () =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      const { exit } = yield* drain(model.stream(request("hi")))
+      const defect = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+      expect(defect).toBeInstanceOf(ModelErrors.AdapterConfigError)
+      expect((defect as ModelErrors.AdapterConfigError).message).toBe(
+        "the scripted model cannot answer: the reply computed for request 1 must be a list of steps or a function giving one, got \"oops\""
+      )
+      const script = yield* ScriptedModel.ScriptedModel
+      const appended = yield* Effect.exit(script.append(reply.text("fine"), 42 as never))
+      expect(Exit.isFailure(appended) ? Cause.squash(appended.cause) : undefined).toMatchObject({
+        code: "LLM_CONFIG",
+        message: "the scripted model cannot take the replies: appended reply 1 must be a list of steps or a function giving one, got 42"
+      })
+      // nothing of a refused append is taken
+      expect(yield* script.remaining).toBe(0)
+    }).pipe(Effect.provide(scripted({ script: [() => "oops" as never] }))))
+})

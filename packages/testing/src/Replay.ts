@@ -58,8 +58,8 @@
  *
  * @since 0.1.0
  */
-import { Assembler, Content, HarnessError, History, LlmError, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
-import { type ModelErrors, ModelRegistry } from "@dsh/model"
+import { AdapterSettings, Assembler, Content, HarnessError, History, LlmError, type ModelRequest, ScopedList, type StreamChunk } from "@dsh/llm"
+import { ModelErrors, ModelRegistry } from "@dsh/model"
 import { Compaction, Derivation, JsonlSessions, type SessionErrors, type SessionEvent } from "@dsh/session"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -740,7 +740,9 @@ const make = (events: ReadonlyArray<SessionEvent.SessionEvent>, options: CommonO
  * The replay model: registers an adapter answering from a recording (events, or a session
  * file) and provides its {@link Replay} handle. Requires the `ModelRegistry` (the test layer
  * provides it) and, for a file, a `FileSystem` (`NodeFileSystem.layer` from
- * `@effect/platform-node`).
+ * `@effect/platform-node`). Options past their types (neither or both of `events` and `file`,
+ * events that are no list of events, an unknown key) fail the Layer with
+ * `ModelErrors.AdapterConfigError` (`LLM_CONFIG`) naming the setting, before anything is read.
  *
  * @example
  * ```ts
@@ -757,30 +759,69 @@ const make = (events: ReadonlyArray<SessionEvent.SessionEvent>, options: CommonO
  * @since 0.1.0
  * @category layers
  */
-export function layer(options: EventsOptions): Layer.Layer<Replay, ModelErrors.ModelConflictError, ModelRegistry>
+export function layer(options: EventsOptions): Layer.Layer<Replay, ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError, ModelRegistry>
 export function layer(
   options: FileOptions
 ): Layer.Layer<
   Replay,
-  ModelErrors.ModelConflictError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
+  ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
   ModelRegistry | FileSystem.FileSystem
 >
 export function layer(
   options: Options
 ): Layer.Layer<
   Replay,
-  ModelErrors.ModelConflictError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
+  ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
   ModelRegistry | FileSystem.FileSystem
 >
 export function layer(
   options: Options
 ): Layer.Layer<
   Replay,
-  ModelErrors.ModelConflictError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
+  ModelErrors.ModelConflictError | ModelErrors.AdapterConfigError | SessionErrors.PersistenceError | SessionErrors.CorruptLogError,
   ModelRegistry | FileSystem.FileSystem
 > {
+  const problem = optionsProblem(options)
+  if (problem !== undefined) {
+    return Layer.effect(Replay, Effect.fail(new ModelErrors.AdapterConfigError({ message: `the replay model was not made: ${problem.message}`, setting: problem.setting })))
+  }
   const events = "events" in options
     ? Effect.succeed(options.events)
     : Effect.map(JsonlSessions.loadFile(options.file), (loaded) => loaded.events)
   return Layer.effect(Replay, Effect.flatMap(events, (recorded) => make(recorded, options)))
+}
+
+const optionNames = ["events", "file", "models", "name", "normalize", "from"]
+
+/** What is wrong with options past their types, named before anything is read or registered. */
+const optionsProblem = (options: unknown): { readonly setting: string; readonly message: string } | undefined => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return { setting: "options", message: `its options must be { events } or { file }, got ${AdapterSettings.shown(options)}` }
+  }
+  const unknown = AdapterSettings.unknownKeys("the options object", options, optionNames)
+  if (unknown !== undefined) return { setting: "options", message: unknown }
+  const given = options as Partial<Record<"events" | "file" | "models" | "name" | "normalize" | "from", unknown>>
+  if (("events" in given) === ("file" in given)) {
+    return { setting: "options", message: "give the recording as exactly one of events (the logged events) or file (a session file)" }
+  }
+  if ("events" in given) {
+    if (!Array.isArray(given.events)) return { setting: "events", message: `events must be a list of session events, got ${AdapterSettings.shown(given.events)}` }
+    const index = given.events.findIndex((event: unknown) => typeof event !== "object" || event === null || typeof (event as { readonly type?: unknown }).type !== "string")
+    if (index >= 0) return { setting: "events", message: `events[${index}] is no session event, got ${AdapterSettings.shown(given.events[index])}` }
+  } else if (typeof given.file !== "string" || given.file === "") {
+    return { setting: "file", message: `file must be the path of a session file, got ${AdapterSettings.shown(given.file)}` }
+  }
+  if (given.models !== undefined && !Array.isArray(given.models)) {
+    return { setting: "models", message: `models must be a list of model names, got ${AdapterSettings.shown(given.models)}` }
+  }
+  if (given.name !== undefined && (typeof given.name !== "string" || given.name === "")) {
+    return { setting: "name", message: `name must be a non-empty string, got ${AdapterSettings.shown(given.name)}` }
+  }
+  if (given.normalize !== undefined && typeof given.normalize !== "function") {
+    return { setting: "normalize", message: `normalize must be a function of a request, got ${AdapterSettings.shown(given.normalize)}` }
+  }
+  if (given.from !== undefined && !(Number.isSafeInteger(given.from) && (given.from as number) >= 0)) {
+    return { setting: "from", message: `from must be the seq of an event (an integer ≥ 0), got ${AdapterSettings.shown(given.from)}` }
+  }
+  return undefined
 }

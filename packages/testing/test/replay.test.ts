@@ -505,3 +505,26 @@ describe("Replay.layer", () => {
       expect(error.code).toBe("CORRUPT_LOG")
     }).pipe(Effect.scoped))
 })
+
+describe("Replay.layer options past the types", () => {
+  it.effect("fail the Layer with AdapterConfigError (LLM_CONFIG) naming the setting, before anything is read", () =>
+    Effect.gen(function*() {
+      for (const [options, setting, words] of [
+        [null, "options", "its options must be { events } or { file }, got null"],
+        [{}, "options", "give the recording as exactly one of events"],
+        [{ events: recording, file: "x.jsonl" }, "options", "exactly one of events"],
+        [{ events: "log" }, "events", `events must be a list of session events, got "log"`],
+        [{ events: [recording[0], 3] }, "events", "events[1] is no session event, got 3"],
+        [{ file: "" }, "file", "file must be the path of a session file"],
+        [{ events: recording, model: ["m"] }, "options", `the options object has "model", which is no option`],
+        [{ events: recording, models: "m" }, "models", "models must be a list of model names"],
+        [{ events: recording, normalize: true }, "normalize", "normalize must be a function of a request"],
+        [{ events: recording, from: -1 }, "from", "from must be the seq of an event (an integer ≥ 0), got -1"]
+      ] as const) {
+        const error = yield* Effect.flip(Layer.build(Replay.layer(options as never).pipe(Layer.provide([Model.layer, NodeFileSystem.layer]))))
+        expect(error).toBeInstanceOf(ModelErrors.AdapterConfigError)
+        expect(error).toMatchObject({ code: "LLM_CONFIG", setting })
+        expect(error.message).toContain(words)
+      }
+    }).pipe(Effect.scoped))
+})

@@ -45,6 +45,7 @@ export type ModelBuildError =
   | OpenAiError.OpenAiConfigError
   | AnthropicError.AnthropicConfigError
   | ModelErrors.ModelConflictError
+  | ModelErrors.AdapterConfigError
 
 // The adapters read their key and base URL from the environment when they are not given; the
 // command gives them what it resolved (flag, variable, config file), so they read nothing more.
