@@ -29,6 +29,7 @@
  * @since 0.1.0
  */
 import {
+  AdapterSettings,
   Assembler,
   type Content,
   FinishReason,
@@ -220,6 +221,13 @@ export const make = (): Translator => {
   const textKey = (part: { readonly type: string }): OpenText["kind"] =>
     part.type.startsWith("text") ? "text" : "reasoning"
 
+  // a call without an id cannot be answered: its result would match no call (the wire adapters refuse it too)
+  const hasCallId = (part: { readonly id: unknown }): boolean => typeof part.id === "string" && part.id !== ""
+  const noCallId = (part: { readonly type: string; readonly id: unknown }) =>
+    new LlmError.LlmProtocolError({
+      message: `the effect/ai response has a ${part.type} part with no call id (got ${AdapterSettings.shown(part.id)}): its result could not be matched to it`
+    })
+
   const pushOne = (part: Response.AnyPart): LlmError.LlmError | undefined => {
     // past the types (a `configure` that maps parts): no part at all, which a read of its type would crash on
     if (typeof part !== "object" || part === null) {
@@ -258,11 +266,13 @@ export const make = (): Translator => {
       }
       case "tool-params-start": {
         if (part.providerExecuted) providerTools.add(part.id)
+        else if (!hasCallId(part)) return noCallId(part)
         else if (!tools.has(part.id) && !endedTools.has(part.id)) openTool(part.id, part.name)
         return undefined
       }
       case "tool-params-delta": {
         if (providerTools.has(part.id) || endedTools.has(part.id) || part.delta === "") return undefined
+        if (!hasCallId(part)) return noCallId(part)
         const tool = tools.get(part.id) ?? openTool(part.id, undefined)
         tool.streamed = true
         toolDelta(tool, part.delta)
@@ -277,6 +287,7 @@ export const make = (): Translator => {
       }
       case "tool-call": {
         if (part.providerExecuted || providerTools.has(part.id)) return undefined
+        if (!hasCallId(part)) return noCallId(part)
         if (endedTools.has(part.id)) {
           const ended = endedTools.get(part.id)
           return ended === undefined || ended === part.name

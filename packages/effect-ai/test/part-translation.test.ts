@@ -289,6 +289,20 @@ describe("the translator on its own", () => {
     })
   })
 
+  it("a tool call with an empty id is LLM_PROTOCOL, as the wire adapters say, not a call no result can match", () => {
+    for (const part of [
+      Response.makePart("tool-params-start", { id: "", name: "bash", providerExecuted: false }),
+      Response.makePart("tool-params-delta", { id: "", delta: "{}" }),
+      Response.makePart("tool-call", { id: "", name: "bash", params: {}, providerExecuted: false })
+    ]) {
+      const pushed = PartTranslation.make().push(part)
+      expect(Result.isFailure(pushed) ? pushed.failure : undefined).toMatchObject({
+        code: "LLM_PROTOCOL",
+        message: `the effect/ai response has a ${part.type} part with no call id (got ""): its result could not be matched to it`
+      })
+    }
+  })
+
   it("parameters streamed without a start wait for the tool-call part's name", () => {
     const t = PartTranslation.make()
     const chunks = [
