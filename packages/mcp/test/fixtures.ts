@@ -205,11 +205,16 @@ const hostileRoute = (stats: HostileStats) =>
       }
     }))
 
-/** A running test server: `url` is its MCP endpoint, `hostileUrl` the hostile one. */
+/** An endpoint that wants credentials the client does not send: 401, with a text body effect's client does not read. */
+const lockedRoute = HttpRouter.add("POST", "/locked", () =>
+  Effect.succeed(HttpServerResponse.text("who are you?", { status: 401, headers: { "www-authenticate": `Bearer realm="mcp"` } })))
+
+/** A running test server: `url` is its MCP endpoint, `hostileUrl` the hostile one, `lockedUrl` one answering 401. */
 export interface TestServer {
   readonly port: number
   readonly url: string
   readonly hostileUrl: string
+  readonly lockedUrl: string
 }
 
 /**
@@ -227,7 +232,8 @@ export const startServer = (options: { readonly hang: Hang; readonly stats: Host
         protocols: [McpProtocol.v2025_11_25],
         registrations: registrations(options.hang)
       }),
-      hostileRoute(options.stats)
+      hostileRoute(options.stats),
+      lockedRoute
     )
     const context = yield* Layer.buildWithScope(
       HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
@@ -238,7 +244,10 @@ export const startServer = (options: { readonly hang: Hang; readonly stats: Host
     const address = Context.get(context, HttpServer.HttpServer).address
     if (!("port" in address)) return yield* Effect.die(new Error("the test server is not on TCP"))
     const base = `http://127.0.0.1:${address.port}`
-    return { scope, server: { port: address.port, url: `${base}/mcp`, hostileUrl: `${base}/hostile` } satisfies TestServer }
+    return {
+      scope,
+      server: { port: address.port, url: `${base}/mcp`, hostileUrl: `${base}/hostile`, lockedUrl: `${base}/locked` } satisfies TestServer
+    }
   })
 
 export const makeHang: Effect.Effect<Hang> = Effect.all({ started: Deferred.make<void>(), interrupted: Deferred.make<void>() })

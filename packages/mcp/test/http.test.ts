@@ -134,6 +134,18 @@ describe("MCP over streamable HTTP", () => {
       expect(error.message).toContain(`MCP server "gone" at ${server.url} could not be reached: MCP HTTP request failed`)
     }).pipe(Effect.scoped))
 
+  it.live("a server answering 401 fails the Layer with MCP_CONNECT saying it refused the credentials, not that it was unreachable", () =>
+    Effect.gen(function*() {
+      const hang = yield* makeHang
+      const { server } = yield* startServer({ hang, stats: makeStats() })
+      const error = yield* Effect.flip(Layer.build(withMcp({ servers: { locked: { url: server.lockedUrl } } })))
+      expect(error.code).toBe("MCP_CONNECT")
+      expect(error.message).toContain(
+        `MCP server "locked" at ${server.lockedUrl} refused the connection: it answered HTTP 401 Unauthorized ` +
+          `(it refused the request's credentials: check the server's headers; it asks for "Bearer realm=\\"mcp\\"")`
+      )
+    }).pipe(Effect.scoped))
+
   it.live("a configuration that cannot work fails the Layer with MCP_CONNECT, naming the server", () =>
     Effect.gen(function*() {
       const bad = (servers: Mcp.Options["servers"]) =>

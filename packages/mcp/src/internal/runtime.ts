@@ -26,6 +26,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { McpClient, McpClientError, McpProtocol, McpSchema } from "effect/ai"
 import { HttpClient } from "effect/http"
+import { STATUS_CODES } from "node:http"
 import { type ChildProcess, ChildProcessSpawner } from "effect/process"
 import { McpConnectError, McpProtocolError, McpServerError } from "../McpErrors.ts"
 import * as McpEvents from "../McpEvents.ts"
@@ -159,8 +160,25 @@ export const stderrNote = (process: ProcessInfo | undefined): string => {
 }
 
 // Transport errors wrap what really happened (a spawn error, a refused connection).
+/**
+ * An HTTP error status in words: effect's client says only "MCP HTTP status 401", and reads
+ * the body only for a JSON-RPC error (its message is `description`).
+ */
+const httpStatusText = (reason: McpClientError.HttpError): string => {
+  const phrase = STATUS_CODES[reason.status]
+  const said = reason.description === undefined ? "" : `: ${reason.description}`
+  const refused = reason.status === 401 || reason.status === 403
+    ? ` (it refused the request's credentials: check the server's headers${
+      reason.wwwAuthenticate === undefined ? "" : `; it asks for ${JSON.stringify(reason.wwwAuthenticate.slice(0, 200))}`
+    })`
+    : ""
+  const retry = reason.retryAfter === undefined ? "" : ` (retry after ${JSON.stringify(reason.retryAfter.slice(0, 40))})`
+  return `it answered HTTP ${reason.status}${phrase === undefined ? "" : ` ${phrase}`}${said}${refused}${retry}`
+}
+
 const reasonText = (error: McpClientError.McpClientError): string => {
   const reason = error.reason
+  if (reason._tag === "HttpError") return httpStatusText(reason)
   const cause = "cause" in reason ? reason.cause : undefined
   const detail = cause === undefined ? "" : HarnessError.describe(cause)
   return detail === "" || reason.message.includes(detail) ? reason.message : `${reason.message}: ${detail}`
@@ -219,7 +237,7 @@ export const connectFailure = (
       cause: error
     })
   }
-  const verb = server.endpoint._tag === "Http" ? "could not be reached" : "could not be started"
+  const verb = reason._tag === "HttpError" ? "refused the connection" : server.endpoint._tag === "Http" ? "could not be reached" : "could not be started"
   return new McpConnectError({
     server: server.name,
     message: `MCP server "${server.name}"${where(server)} ${verb}: ${text}${stderrNote(process)}`,
@@ -263,7 +281,7 @@ const classifyReason = (error: McpClientError.McpClientError): CallFailure => {
         ? { _tag: "Protocol", text: reasonText(error), drop: true }
         : { _tag: "ErrorResponse", rpcCode: reason.code, httpStatus: undefined, text: reason.description ?? reason.message }
     case "HttpError":
-      return { _tag: "ErrorResponse", rpcCode: reason.code, httpStatus: reason.status, text: reason.message }
+      return { _tag: "ErrorResponse", rpcCode: reason.code, httpStatus: reason.status, text: httpStatusText(reason) }
     case "ClosedError":
       return reason.sessionExpired === true ? { _tag: "SessionExpired" } : { _tag: "Disconnected", text: reason.message }
     case "TransportError":
