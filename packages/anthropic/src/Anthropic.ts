@@ -498,10 +498,7 @@ export const make = (options: Options = {}): Effect.Effect<Adapter, AnthropicCon
 
     const failed = (response: HttpClientResponse.HttpClientResponse) =>
       Effect.gen(function*() {
-        const read = Effect.orElseSucceed(response.text, () => "")
-        const text = Duration.isFinite(idle)
-          ? yield* Effect.map(Effect.timeoutOption(read, idle), Option.getOrElse(() => ""))
-          : yield* read
+        const text = yield* AdapterSettings.readErrorBody(response.stream, idle)
         const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
         const error = Failure.fromStatus({
           provider,

@@ -9,9 +9,11 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 
 /**
  * A duration setting: `positive` (a timeout: zero would fail every request at once) or
@@ -141,3 +143,52 @@ export const shownUrl = (url: string): string => {
   parsed.hash = ""
   return parsed.href
 }
+
+/**
+ * The most of an error response's body {@link readErrorBody} reads: enough for any provider's
+ * JSON error, far below what a proxy's endless or huge page would take.
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const maxErrorBodyBytes = 65_536
+
+/**
+ * The text of an error response's body (a non-2xx status), read as far as it goes within
+ * bounds: at most `maxBytes` (the rest is not read), each read waiting at most `idle` (a body
+ * that stalls ends there), decoded as UTF-8 with bad bytes as U+FFFD. What was read before a
+ * failure or a stall is kept; it never fails. A whole-body read would hold a 600 MB page in
+ * memory and die past V8's longest string, and one deadline over the whole read would cut a
+ * slow but live body short.
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const readErrorBody = (
+  body: Stream.Stream<Uint8Array, unknown>,
+  idle: Duration.Duration,
+  maxBytes: number = maxErrorBodyBytes
+): Effect.Effect<string> =>
+  Effect.suspend(() => {
+    const parts: Array<Uint8Array> = []
+    let total = 0
+    const timed = Duration.isFinite(idle) ? Stream.timeoutOrElse(body, { duration: idle, orElse: () => Stream.empty }) : body
+    return Stream.runForEachWhile(timed, (bytes) =>
+      Effect.sync(() => {
+        const kept = bytes.length > maxBytes - total ? bytes.subarray(0, maxBytes - total) : bytes
+        parts.push(kept)
+        total += kept.length
+        return total < maxBytes
+      })).pipe(
+        Effect.ignore,
+        Effect.map(() => {
+          const all = new Uint8Array(total)
+          let at = 0
+          for (const part of parts) {
+            all.set(part, at)
+            at += part.length
+          }
+          return new TextDecoder().decode(all)
+        })
+      )
+  })

@@ -542,10 +542,7 @@ export const fromSettings = (resolved: Settings): Effect.Effect<Adapter, never, 
           "while waiting for the response headers"
         )
         if (response.status < 200 || response.status > 299) {
-          const read = Effect.orElseSucceed(response.text, () => "")
-          const text = Duration.isFinite(idle)
-            ? yield* Effect.map(Effect.timeoutOption(read, idle), Option.getOrElse(() => ""))
-            : yield* read
+          const text = yield* AdapterSettings.readErrorBody(response.stream, idle)
           const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
           return yield* Effect.fail(Failure.fromStatus({
             provider,
