@@ -37,7 +37,7 @@
  *
  * @since 0.1.0
  */
-import type { LlmError } from "@dsh/llm"
+import { AdapterSettings, type LlmError } from "@dsh/llm"
 import type { Adapter, ModelErrors, ModelRegistry } from "@dsh/model"
 import { layerAdapter } from "@dsh/model"
 import { OpenAiCompat, type OpenAiError, type Profile, Profiles } from "@dsh/openai"
@@ -179,8 +179,17 @@ const context: OpenAiCompat.Context = {
   optionNames: ["apiKey", "baseUrl", "models", "thinking", "reasoningEffort", "idleTimeout", "retry", "profile"]
 }
 
-const resolved = (options: Options): Effect.Effect<OpenAiCompat.Settings, DeepSeekConfigError> =>
-  OpenAiCompat.settings(compatOptions(options), context).pipe(Effect.mapError(asDeepSeekError))
+// the user's own: a `profile` given here would be dropped for DeepSeek's without a word
+const userOptionNames = context.optionNames!.filter((name) => name !== "profile")
+
+const resolved = (options: Options): Effect.Effect<OpenAiCompat.Settings, DeepSeekConfigError> => {
+  const unknown = typeof options === "object" && options !== null && !Array.isArray(options)
+    ? AdapterSettings.unknownKeys(`The options of ${context.layer}`, options, userOptionNames)
+    : undefined
+  return unknown === undefined
+    ? OpenAiCompat.settings(compatOptions(options), context).pipe(Effect.mapError(asDeepSeekError))
+    : Effect.fail(new DeepSeekConfigError({ setting: "options", message: unknown }))
+}
 
 /**
  * Resolves options against the environment (through the current `ConfigProvider`).

@@ -30,7 +30,13 @@ describe("configuration past the types", () => {
     Effect.gen(function*() {
       const misspelt = yield* DeepSeek.settings({ model: "deepseek-chat" } as never).pipe(Effect.flip)
       expect([misspelt.code, misspelt.setting]).toStrictEqual(["LLM_CONFIG", "options"])
-      expect(misspelt.message).toBe(`The options of DeepSeek.layer has "model", which is no option (known: apiKey, baseUrl, models, thinking, reasoningEffort, idleTimeout, retry, profile)`)
+      expect(misspelt.message).toBe(`The options of DeepSeek.layer has "model", which is no option (known: apiKey, baseUrl, models, thinking, reasoningEffort, idleTimeout, retry)`)
+      // DeepSeek's profile is its own: one given would be dropped without a word
+      const profile = yield* DeepSeek.settings({ profile: "openai" } as never).pipe(Effect.flip)
+      expect([profile.setting, profile.message]).toStrictEqual([
+        "options",
+        `The options of DeepSeek.layer has "profile", which is no option (known: apiKey, baseUrl, models, thinking, reasoningEffort, idleTimeout, retry)`
+      ])
       const retry = yield* DeepSeek.settings({ retry: { time: 1 } } as never).pipe(Effect.flip)
       expect(retry.message).toBe(`The retry option has "time", which is no option (known: times, schedule, maxRetryAfter)`)
     }))

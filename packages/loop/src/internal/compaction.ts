@@ -80,18 +80,23 @@ export const problemsOf = (options: Agent.CompactionOptions | undefined): Readon
 export const budgetOf = (options: Agent.Options, info: Option.Option<ModelInfo.ModelInfo>): Budget => {
   const compaction = options.compaction ?? {}
   const prune = compaction.prune
+  const window = compaction.contextWindow ?? Option.getOrUndefined(Option.map(info, (entry) => entry.contextWindow))
   return {
-    window: compaction.contextWindow ?? Option.getOrUndefined(Option.map(info, (entry) => entry.contextWindow)),
+    window,
     threshold: compaction.threshold ?? DEFAULT_THRESHOLD,
     keepTurns: compaction.keepTurns ?? DEFAULT_KEEP_TURNS,
     pruneMinChars: prune === false || prune === undefined ? undefined : prune.minChars ?? DEFAULT_PRUNE_MIN_CHARS,
     summarizer: {
       model: compaction.model ?? options.model,
       prompt: compaction.prompt ?? Compaction.defaultPrompt,
-      maxTokens: compaction.maxSummaryTokens ?? DEFAULT_SUMMARY_TOKENS
+      maxTokens: compaction.maxSummaryTokens ?? defaultSummaryTokens(window)
     }
   }
 }
+
+/** The default summary budget: a small window's whole budget would leave no room for what the summary replaces. */
+const defaultSummaryTokens = (window: number | undefined): number =>
+  window === undefined ? DEFAULT_SUMMARY_TOKENS : Math.min(DEFAULT_SUMMARY_TOKENS, Math.max(1, Math.floor(window / 4)))
 
 /** The most tokens a request may have before it is compacted automatically; `undefined`: no limit. */
 export const limitOf = (budget: Budget): number | undefined =>
