@@ -3,7 +3,8 @@
  * register a flush hook (scoped; registering into a scope that is closed already fails with
  * `ScopeClosedError` and registers nothing); `flush(session)` runs every hook concurrently and returns
  * when all have finished. Failures are reported as one typed `PersistenceError` for the
- * caller to decide about — the loop logs it and goes on; it never kills an agent.
+ * caller to decide about — the loop logs it and goes on; it never kills an agent. A flush
+ * after the Layer closed fails the same way: the persistence it ran closed with it.
  *
  * @since 0.1.0
  */
@@ -48,12 +49,24 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
   /**
    * @since 0.1.0
    */
-  static readonly layer: Layer.Layer<FlushCheckpoint> = Layer.sync(FlushCheckpoint, () => {
+  static readonly layer: Layer.Layer<FlushCheckpoint> = Layer.effect(FlushCheckpoint, Effect.gen(function*() {
     // one entry per registration: the same hook registered in two scopes stays until both close
     const hooks = ScopedList.make<FlushHook>({ describe: (hook) => `flush hook ${JSON.stringify(nameOf(hook))}` })
+    // its persistence Layers closed with it: a flush after that would succeed having written nothing
+    let closed = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
 
     const flush = (session: Session) =>
       Effect.suspend(() => {
+        if (closed) {
+          return Effect.fail(
+            new PersistenceError({
+              message: `session ${JSON.stringify(session.id)} was not flushed: the FlushCheckpoint Layer is closed, and the persistence ` +
+                "it ran went with it; nothing was made durable",
+              sessionId: session.id
+            })
+          )
+        }
         const running = hooks.current()
         if (running.length === 0) return Effect.void
         return Effect.forEach(
@@ -104,5 +117,5 @@ export class FlushCheckpoint extends Context.Service<FlushCheckpoint, {
       )
 
     return FlushCheckpoint.of({ register: (hook) => hooks.add(hook), flush })
-  })
+  }))
 }

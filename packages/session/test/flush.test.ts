@@ -5,7 +5,7 @@
 import { Ids } from "@dsh/llm"
 import { FlushCheckpoint, type FlushHook, Session, SessionErrors } from "@dsh/session"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 
 const session = Session.make({ id: Ids.sessionId("flushed"), createdAt: 0 }).session
 
@@ -29,6 +29,20 @@ describe("FlushCheckpoint", () => {
       const checkpoint = yield* FlushCheckpoint
       expect(yield* Effect.exit(checkpoint.flush(session))).toStrictEqual(Exit.void)
     }).pipe(Effect.provide(FlushCheckpoint.layer)))
+
+  it.effect("after its Layer closed, flush fails with PERSISTENCE instead of succeeding with nothing written", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(FlushCheckpoint.layer, scope)
+      const checkpoint = Context.get(context, FlushCheckpoint)
+      expect(yield* Effect.exit(checkpoint.flush(session))).toStrictEqual(Exit.void)
+      yield* Scope.close(scope, Exit.void)
+      const error = yield* Effect.flip(checkpoint.flush(session))
+      expect(error).toBeInstanceOf(SessionErrors.PersistenceError)
+      expect(error.message).toBe(
+        `session "flushed" was not flushed: the FlushCheckpoint Layer is closed, and the persistence it ran went with it; nothing was made durable`
+      )
+    }))
 
   it.effect("hooks run concurrently: two hooks each wait for the other to start", () =>
     Effect.gen(function*() {

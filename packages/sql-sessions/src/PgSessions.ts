@@ -749,8 +749,25 @@ export const layer = (
 
       const fibers = yield* Scope.fork(yield* Effect.scope)
 
+      // its pool closes with the Layer: a call after that would end as a bare interruption
+      let layerClosed = false
+      const open = <A, E, R>(id: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | PersistenceError, R> =>
+        Effect.suspend((): Effect.Effect<A, E | PersistenceError, R> =>
+          layerClosed
+            ? Effect.fail(
+              new SessionErrors.PersistenceError({
+                message: `the PgSessions Layer is closed (its scope ended, and its connections with it): nothing can be read or written${
+                  id === "" ? "" : ` for session ${JSON.stringify(id)}`
+                }; build the Layer again`,
+                sessionId: id
+              })
+            )
+            : effect
+        )
+
       yield* Effect.addFinalizer(() =>
         Effect.gen(function*() {
+          layerClosed = true
           yield* Scope.close(fibers, Exit.void)
           for (const session of yield* store.all) yield* stateFor(session)
           yield* Effect.forEach([...active], (state) => flushAndRelease(state, "at shutdown"), {
@@ -851,6 +868,10 @@ export const layer = (
           )
         }).pipe(Effect.withSpan("PgSessions.resume", { attributes: { "dsh.session": id } }))
 
-      return PgSessions.of({ resume, load: (id) => load(sql, id), list: list(sql) })
+      return PgSessions.of({
+        resume: (id) => open(id, resume(id)),
+        load: (id) => open(id, load(sql, id)),
+        list: open("", list(sql))
+      })
     })
   )

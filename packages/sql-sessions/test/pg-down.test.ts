@@ -7,7 +7,7 @@ import { FlushCheckpoint, SessionStore } from "@dsh/session"
 import { PgSessions } from "@dsh/sql-sessions"
 import { describe, expect, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { appendMany, create, flush, text } from "./contract/suite.ts"
 import { client, freshDatabase, serverUrl, withClient } from "./fixtures/postgres.ts"
 
@@ -63,6 +63,32 @@ describe("PgSessions: the database goes down and comes back", () => {
         )
         expect(other.code).toBe("SESSION_LOCKED")
       }).pipe(Effect.scoped, Effect.provide(Layer.fresh(Live(url))))
+    })))
+})
+
+describe("PgSessions: used after its Layer closed", () => {
+  it.live("list, load and resume fail with PERSISTENCE saying so, and a flush does not claim success", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = yield* Effect.orDie(freshDatabase)
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Layer.fresh(Live(url)), scope)
+      const pg = Context.get(context, PgSessions.PgSessions)
+      const store = Context.get(context, SessionStore)
+      const session = yield* store.create({ id: "before" }).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      const closed = "the PgSessions Layer is closed (its scope ended, and its connections with it)"
+      const refusals: ReadonlyArray<Effect.Effect<unknown, { readonly code: string; readonly message: string }>> = [
+        pg.list,
+        pg.load("before"),
+        Effect.scoped(pg.resume("before"))
+      ]
+      for (const refused of refusals) {
+        const error = yield* Effect.flip(refused)
+        expect(error.code).toBe("PERSISTENCE")
+        expect(error.message).toContain(closed)
+      }
+      const flushed = yield* Effect.flip(Context.get(context, FlushCheckpoint).flush(session))
+      expect(flushed.code).toBe("PERSISTENCE")
     })))
 })
 
