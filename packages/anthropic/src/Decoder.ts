@@ -47,8 +47,12 @@ import * as Translate from "./Translate.ts"
 export interface Decoder {
   /** Decodes the next bytes of the body, appending the chunks they complete to `out`. */
   readonly feed: (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
-  /** The body ended: a failure unless `message_stop` was seen. */
-  readonly end: () => LlmError.LlmError | undefined
+  /**
+   * The body ended: a failure unless `message_stop` was seen. A last event the server closed
+   * the body right after (its data line ended, no blank line followed) is decoded first, its
+   * chunks to `out`.
+   */
+  readonly end: (out?: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
   /** Whether `message_stop` was seen (what follows it is ignored). */
   readonly done: () => boolean
 }
@@ -84,6 +88,18 @@ const errorBody = (body: string): unknown => {
 }
 
 // What an `event: error` whose data is not JSON reports: the text itself.
+/** The events whose data must be JSON: the unnamed ones and the Messages API's, `error` included. */
+const readEvents: ReadonlySet<string> = new Set([
+  "message",
+  "message_start",
+  "content_block_start",
+  "content_block_delta",
+  "content_block_stop",
+  "message_delta",
+  "message_stop",
+  "error"
+])
+
 const parseOrText = (data: string): unknown => {
   try {
     return JSON.parse(data)
@@ -121,12 +137,16 @@ export const make = (options: Options = {}): Decoder => {
     try {
       json = JSON.parse(data)
     } catch (error) {
+      // an event of a name the API may add (or a proxy's heartbeat) may hold anything: its
+      // data's `type` decides only when it is JSON
+      if (!readEvents.has(name)) return
       failure = name === "error"
         ? fromStreamError(provider, parseOrText(data))
         : protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(data, 120))}`)
       return
     }
     if (typeof json !== "object" || json === null || Array.isArray(json)) {
+      if (!readEvents.has(name)) return
       // an `event: error` says the answer failed, whatever its data is
       failure = name === "error"
         ? fromStreamError(provider, json)
@@ -153,12 +173,17 @@ export const make = (options: Options = {}): Decoder => {
     return tooLarge === undefined || translator.finished() ? undefined : protocol(tooLarge)
   }
 
-  const endUnsafe = (): LlmError.LlmError | undefined => {
+  const endUnsafe = (out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     try {
       text.decode()
     } catch {
       return protocol("the response ended inside a UTF-8 character")
     }
+    output = out
+    const tooLarge = parser.end()
+    if (failure !== undefined) return failure
+    if (translator.finished()) return undefined
+    if (tooLarge !== undefined) return protocol(tooLarge)
     if (seen === 0) {
       const reported = errorBody(body)
       if (reported !== undefined) return fromStreamError(provider, reported)
@@ -194,7 +219,7 @@ export const make = (options: Options = {}): Decoder => {
 
   return {
     feed: (bytes, out) => guarded(() => feedUnsafe(bytes, out)),
-    end: () => guarded(endUnsafe),
+    end: (out = []) => guarded(() => endUnsafe(out)),
     done: translator.finished
   }
 }
@@ -216,16 +241,23 @@ export const decode = <E, R>(
       const decoder = make(options)
       // a failure found after some chunks of the same network read: those chunks go first
       let failed: LlmError.LlmError | undefined
-      const ended = Pull.catchDone(pull, (): Effect.Effect<never, LlmError.LlmError | Cause.Done> => {
-        // the input ended: fine after message_stop, a protocol failure before it
-        const failure = decoder.end()
-        return failure === undefined ? Cause.done() : Effect.fail(failure)
-      })
+      // the input ended: fine after message_stop (its last event may come now), a protocol failure before it
+      const atEnd = (): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, LlmError.LlmError> => {
+        const out: Array<StreamChunk.StreamChunk> = []
+        const failure = decoder.end(out)
+        if (failure !== undefined) {
+          if (!Arr.isArrayNonEmpty(out)) return Effect.fail(failure)
+          failed = failure
+        }
+        return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
+      }
+      const read = Pull.catchDone(pull, () => Effect.succeed(undefined))
       const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
         () => {
           if (failed !== undefined) return Effect.fail(failed)
           if (decoder.done()) return Cause.done()
-          return Effect.flatMap(ended, (arrays) => {
+          return Effect.flatMap(read, (arrays) => {
+            if (arrays === undefined) return atEnd()
             const out: Array<StreamChunk.StreamChunk> = []
             for (const chunk of arrays) {
               const failure = decoder.feed(chunk, out)

@@ -194,7 +194,7 @@ describe("mutated fixtures", () => {
         failure = decoder.feed(cut.subarray(at, at + size), out)
         at += size
       }
-      failure ??= decoder.end()
+      failure ??= decoder.end(out)
       if (failure !== undefined) {
         failures++
         if (!ErrorCode.isErrorCode(failure.code) || failure.message.length >= messageBound) untyped.push(failure.message.slice(0, 200))

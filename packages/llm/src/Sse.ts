@@ -5,7 +5,11 @@
  * are comments; a field without a colon has an empty value, and one space after the colon is
  * dropped; `event:` names the event (`message` unless it says otherwise), `data:` lines are
  * joined with `\n`; an empty line dispatches the event when it has data; `id:`, `retry:` and
- * unknown fields are ignored; an event left incomplete when the input ends is never dispatched.
+ * unknown fields are ignored. When the input ends ({@link Parser.end}), an event whose every
+ * line ended is dispatched although no empty line followed it — servers close the stream right
+ * after the last event's `data:` line (`data: [DONE]\n`), and dropping it would lose the end of
+ * an answer the server did send; an event cut inside a line is not (its last line is torn).
+ * That is where this parser departs from the WHATWG rule, which drops both.
  *
  * Why not `effect/encoding`'s `Sse.makeParser` (or the `Sse.decode` channel around it), which
  * reads the same format:
@@ -45,6 +49,12 @@ export interface Parser {
    * start of a line (a stream is usually abandoned there).
    */
   readonly feed: (text: string) => string | undefined
+  /**
+   * The input ended: dispatches the event being read if its every line ended (no line is
+   * left unterminated) and it has data. Returns a description when that event is over the size
+   * bound, else `undefined`. Nothing may be fed after it.
+   */
+  readonly end: () => string | undefined
 }
 
 /**
@@ -203,5 +213,20 @@ export const make = (
     return failure
   }
 
-  return { feed }
+  const end = (): string | undefined => {
+    // a torn last line: the event is incomplete
+    if (pending !== "") {
+      pending = ""
+      data = ""
+      dataLines = 0
+      eventName = ""
+      return undefined
+    }
+    dispatch()
+    const failure = overflow
+    overflow = undefined
+    return failure
+  }
+
+  return { feed, end }
 }

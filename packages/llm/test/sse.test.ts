@@ -200,3 +200,33 @@ describe("Sse", () => {
     }
   })
 })
+
+describe("Sse end of input", () => {
+  const parsed = (...pieces: ReadonlyArray<string>) => {
+    const events: Array<[string, string]> = []
+    const parser = Sse.make((event, data) => void events.push([event, data]))
+    for (const piece of pieces) parser.feed(piece)
+    parser.end()
+    return { events }
+  }
+
+  it("dispatches an event whose lines all ended though no blank line followed (data: [DONE] then close)", () => {
+    expect(parsed("data: a\n\n", "data: [DONE]\n").events).toStrictEqual([["message", "a"], ["message", "[DONE]"]])
+    expect(parsed("event: message_stop\r\ndata: {}\r").events).toStrictEqual([["message_stop", "{}"]])
+    expect(parsed("data: one\ndata: two\n").events).toStrictEqual([["message", "one\ntwo"]])
+  })
+
+  it("does not dispatch an event cut inside a line, nor one without data", () => {
+    expect(parsed("data: a\n\n", "data: [DO").events).toStrictEqual([["message", "a"]])
+    expect(parsed("event: ping\n").events).toStrictEqual([])
+    expect(parsed(": keep-alive\n").events).toStrictEqual([])
+  })
+
+  it("never dispatches a last event over the size bound: the piece that grew it said so", () => {
+    const events: Array<string> = []
+    const parser = Sse.make((_, data) => void events.push(data), 8)
+    expect(parser.feed("data: 12345\ndata: 678\n")).toBe("an event grew beyond the maximum size of 8 characters (to 9)")
+    expect(parser.end()).toBeUndefined()
+    expect(events).toStrictEqual([])
+  })
+})

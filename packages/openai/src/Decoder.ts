@@ -54,7 +54,9 @@ export interface Decoder {
   readonly feed: (bytes: Uint8Array, out: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
   /**
    * The body ended: a failure unless `[DONE]` was seen, or (lenient end of stream) a
-   * `finish_reason` was, in which case the last chunks (`usage`, `finish`) go to `out`.
+   * `finish_reason` was, in which case the last chunks (`usage`, `finish`) go to `out`. A last
+   * event the server closed the body right after (its data line ended, no blank line followed)
+   * is decoded first, its chunks to `out`.
    */
   readonly end: (out?: Array<StreamChunk.StreamChunk>) => LlmError.LlmError | undefined
   /** Whether the answer is complete: `[DONE]` was seen, or the body ended where a lenient end allows (what follows is ignored). */
@@ -148,7 +150,11 @@ export const make = (options: Options = {}): Decoder => {
       return protocol("the response is not valid UTF-8")
     }
     if (seen === 0 && head.length < headLength) head += chunk.slice(0, headLength - head.length)
-    const tooLarge = parser.feed(chunk)
+    return parsed(parser.feed(chunk), out)
+  }
+
+  // The events the parser completed, decoded in order; after a failure or [DONE] the rest are dropped.
+  const parsed = (tooLarge: string | undefined, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     if (tooLarge !== undefined) {
       events.length = 0
       return protocol(tooLarge)
@@ -194,6 +200,9 @@ export const make = (options: Options = {}): Decoder => {
     } catch {
       return protocol("the response ended inside a UTF-8 character")
     }
+    // the last event, when the server closed right after its data line (no blank line)
+    const last = parsed(parser.end(), out)
+    if (last !== undefined || finished) return last
     if (seen === 0) return notAStream()
     if (translator.endWithoutDone(out)) {
       finished = true
@@ -253,7 +262,11 @@ export const decode = <E, R>(
         // which may still emit the answer's usage and finish)
         const out: Array<StreamChunk.StreamChunk> = []
         const failure = decoder.end(out)
-        if (failure !== undefined) return Effect.fail(failure)
+        if (failure !== undefined) {
+          // the chunks of a last event that came before the failure go first
+          if (!Arr.isArrayNonEmpty(out)) return Effect.fail(failure)
+          failed = failure
+        }
         return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
       }
       const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
