@@ -179,6 +179,47 @@ describe("agent.run with an output Schema", () => {
       }))
     ))
 
+  it.effect("two final_answer calls in one response: the first answer is kept, the second is told it was not used", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("weather?", { output: Weather })
+      expect(result.output).toStrictEqual({ city: "Oslo", celsius: 4 })
+      const results = ofType(yield* agent.session.events, "tool/result")
+      expect(results.map((r) => [r.data.isError, textOf(r.data.content)])).toStrictEqual([
+        [false, "Answer received."],
+        [false, "Not used: your answer was already received from an earlier final_answer call."]
+      ])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.toolCalls([
+            { name: "final_answer", arguments: { city: "Oslo", celsius: 4 } },
+            { name: "final_answer", arguments: { city: "Bergen", celsius: 9 } }
+          ])
+        ]
+      }))
+    ))
+
+  it.effect("a text answer cut off by the token limit is asked for again, saying it was cut off", () =>
+    Effect.gen(function*() {
+      const agent = yield* create()
+      const result = yield* agent.run("weather?", { output: Weather })
+      expect(result.output).toStrictEqual({ city: "Oslo", celsius: 4 })
+      const [steering] = ofType(yield* agent.session.events, "steering/message")
+      expect(textOf(steering!.data.content)).toContain(
+        "Your last message was cut off: it reached the output token limit (finish reason length). Give a shorter answer."
+      )
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestLayer({
+        script: [
+          reply.text(`{"city":"Os`, { finish: FinishReason.length }),
+          reply.toolCalls([{ name: "final_answer", arguments: { city: "Oslo", celsius: 4 } }])
+        ]
+      }))
+    ))
+
   it.effect("a Schema that is not a struct is asked for as { answer }", () =>
     Effect.gen(function*() {
       const agent = yield* create()
@@ -199,12 +240,13 @@ describe("agent.run with an output Schema", () => {
       expect(summary).toBe("Oslo is cold; Bergen is wet.")
       const verdict = yield* agent.run("yes or no?", { output: Schema.Literals(["yes", "no"]) })
       expect(verdict.output).toBe("no")
-      // text that is no number is asked for again, with what the number's JSON form allows
+      // text that is no number is asked for again, told a number is wanted (not the three words
+      // Schema.Number's JSON form also takes)
       const count = yield* agent.run("how many?", { output: Schema.Number })
       expect(count.output).toBe(3)
       const steering = ofType(yield* agent.session.events, "steering/message")
       expect(steering.map((e) => textOf(e.data.content))).toStrictEqual([
-        expect.stringContaining(`at answer: Expected "Infinity" | "-Infinity" | "NaN", got "three"`)
+        expect.stringContaining(`at answer: Expected a number, got "three"`)
       ])
     }).pipe(
       Effect.scoped,

@@ -334,6 +334,15 @@ const checkMessage = (issue: SchemaIssue.Filter): string | undefined => {
 
 type Path = ReadonlyArray<string | number>
 
+// `Schema.Number` in JSON is a number or one of three words for what JSON cannot write; for a
+// string the words alone are named (`Expected "Infinity" | "-Infinity" | "NaN"`), which sends a
+// model that wrote "forty two" looking for a word: it is told a number is wanted.
+const nonFinite = `"Infinity" | "-Infinity" | "NaN"`
+const numberWords = (text: string): string =>
+  text.includes(nonFinite)
+    ? text.replace(`a number | ${nonFinite}`, "a number").replace(`number | ${nonFinite}`, "a number").replace(nonFinite, "a number")
+    : text
+
 // `parent` is the object or array being decoded where the issue arose: a missing key's issue
 // carries no Schema, its parent's says what belongs there.
 const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
@@ -359,16 +368,19 @@ const collect = (root: SchemaIssue.Issue, input: unknown): Array<Violation> => {
         out.push(unexpectedKey(issue, path, input))
         return
     }
-    const { expected, kind } = leafFacts(issue)
+    const facts = leafFacts(issue)
+    const kind = facts.kind
+    const expected = numberWords(facts.expected)
     for (const found of standard(issue).issues) {
       const at = [...path, ...(found.path ?? []).map((p) => segment(typeof p === "object" ? p.key : p))]
       const received = valueAt(input, at)
+      const message = numberWords(found.message)
       if (!received.found) {
-        out.push(violation(at, kind, expected, found.message))
+        out.push(violation(at, kind, expected, message))
         continue
       }
       const actual = preview(received.value)
-      out.push(violation(at, kind, expected, `${found.message}, got ${actual}`, actual))
+      out.push(violation(at, kind, expected, `${message}, got ${actual}`, actual))
     }
   }
   // An object's unexpected keys past the first few are counted, not described one by one

@@ -180,6 +180,21 @@ describe("ToolArgs: decoding", () => {
     ).toStrictEqual({ command: "ls", mode: "write", timeoutMs: 10, env: [{ name: "A", value: "1" }] })
   })
 
+  it("a Schema.Number given no number is told a number is wanted, not the three words its JSON form also takes", () => {
+    const counted = Tool.make("count", {
+      description: "Counts",
+      parameters: Schema.Struct({ n: Schema.Number, more: Schema.Array(Schema.Number) }),
+      execute: () => Effect.succeed("")
+    })
+    const refused = ToolArgs.decoder(counted)(`{"n": "three", "more": [1, true]}`)
+    expect(Result.isFailure(refused)).toBe(true)
+    const e = (refused as Result.Failure<unknown, ToolErrors.ToolArgsError>).failure
+    expect(e.message).toBe(
+      [`Invalid arguments for tool "count" (2 problems):`, `- at n: Expected a number, got "three"`, `- at more[1]: Expected a number, got true`].join("\n")
+    )
+    expect(e.violations.map((v) => v.expected)).toStrictEqual(["a number", "a number"])
+  })
+
   it("lists every violation with its path, what was expected and what was received", () => {
     const e = error(
       decodeBash,

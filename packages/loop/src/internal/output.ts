@@ -61,6 +61,10 @@ const unwrap = (output: Output, args: unknown): unknown =>
 
 /** Takes an answer given as a `final_answer` call: the result that answers the call. */
 export const acceptCall = (output: Output, call: Content.ToolCallBlock): Content.ToolResultBlock => {
+  // the tool is to be called once: a second answer in the same response is not taken over the first
+  if (Option.isSome(output.value)) {
+    return ToolResult.success(call, "Not used: your answer was already received from an earlier final_answer call.")
+  }
   const decoded = output.decode(call.arguments)
   if (Result.isFailure(decoded)) {
     output.lastProblem = decoded.failure.message
@@ -76,17 +80,21 @@ export const acceptCall = (output: Output, call: Content.ToolCallBlock): Content
  * prose answers `Schema.String`); otherwise the steering text that asks for it again, with what
  * was wrong.
  */
-export const acceptText = (output: Output, content: ReadonlyArray<Content.ContentBlock>): string | undefined => {
+export const acceptText = (
+  output: Output,
+  content: ReadonlyArray<Content.ContentBlock>,
+  cutShort = false
+): string | undefined => {
   const text = content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("")
   const candidate = jsonIn(text)
-  if (candidate === undefined) return refuseText(output, "your last message gave no answer in the required form")
+  if (candidate === undefined) return refuseText(output, "your last message gave no answer in the required form", cutShort)
   const asJson = output.decode(argumentsFor(output, candidate))
   if (Result.isSuccess(asJson)) return acceptValue(output, asJson.success)
-  if (!output.wrapped) return refuseText(output, asJson.failure.message)
+  if (!output.wrapped) return refuseText(output, asJson.failure.message, cutShort)
   const asString = output.decode(argumentsFor(output, JSON.stringify(text.trim())))
   if (Result.isSuccess(asString)) return acceptValue(output, asString.success)
   // Text that is JSON meant JSON: its violations say more than those of the text as a string.
-  return refuseText(output, (isJson(candidate) ? asJson : asString).failure.message)
+  return refuseText(output, (isJson(candidate) ? asJson : asString).failure.message, cutShort)
 }
 
 const acceptValue = (output: Output, args: unknown): undefined => {
@@ -94,9 +102,13 @@ const acceptValue = (output: Output, args: unknown): undefined => {
   return undefined
 }
 
-const refuseText = (output: Output, problem: string): string => {
+const refuseText = (output: Output, problem: string, cutShort: boolean): string => {
   output.lastProblem = problem
-  return `Give your final answer by calling the \`${toolName}\` tool. ${problem}`
+  // an answer cut off by the token limit would be cut off again: the model is told why it broke
+  const cut = cutShort
+    ? " Your last message was cut off: it reached the output token limit (finish reason length). Give a shorter answer."
+    : ""
+  return `Give your final answer by calling the \`${toolName}\` tool.${cut} ${problem}`
 }
 
 const isJson = (text: string): boolean => {

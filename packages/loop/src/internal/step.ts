@@ -27,6 +27,8 @@ import { dispatchTools } from "./tools.ts"
 export interface StepResult {
   readonly message: Message.Message
   readonly hadToolCalls: boolean
+  /** The answer stopped at the output token limit (finish `length`): it may be cut off. */
+  readonly cutShort: boolean
 }
 
 /**
@@ -109,7 +111,7 @@ const stepWork = Effect.fnUntraced(function*(
       reported(state, event.seq, usage))
   }
   yield* dispatchTools(env, state, turn, step, calls)
-  return { message, hadToolCalls: calls.length > 0 }
+  return { message, hadToolCalls: calls.length > 0, cutShort: finishReason.kind === "length" }
 })
 
 // The shapes the loop reads of what the seams give back (the rest is checked where it is logged).

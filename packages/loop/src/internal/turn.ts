@@ -260,7 +260,7 @@ const awaitedAnswer = (
   if (output === undefined) return Effect.succeed(undefined)
   if (Option.isSome(output.value)) return Effect.succeed("answered")
   if (result.hadToolCalls) return Effect.succeed("asked-again")
-  const again = Output.acceptText(output, result.message.content)
+  const again = Output.acceptText(output, result.message.content, result.cutShort)
   if (again === undefined) return Effect.succeed("answered")
   turn.invalidArgs.set(Output.toolName, (turn.invalidArgs.get(Output.toolName) ?? 0) + 1)
   return Effect.as(
