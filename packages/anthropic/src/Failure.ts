@@ -29,7 +29,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, LlmError } from "@dsh/llm"
+import { AdapterSettings, HarnessError, LlmError } from "@dsh/llm"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -129,7 +129,8 @@ export const retryAfterMillis: typeof LlmError.retryAfterMillis = LlmError.retry
 
 /**
  * What an error body says: the API's error type and message, and the request id. A body that
- * is not Anthropic's error JSON is quoted as an excerpt.
+ * is not Anthropic's error JSON is quoted as an excerpt, and an HTML page by its title
+ * (`AdapterSettings.htmlPage`).
  *
  * @since 0.1.0
  * @category utils
@@ -147,7 +148,9 @@ export const readErrorBody = (
     }
   }
   const trimmed = body.trim()
-  return { type: undefined, message: trimmed === "" ? undefined : excerpt(trimmed), requestId: undefined }
+  // a proxy's error page is named by its title, not quoted as markup
+  const page = AdapterSettings.htmlPage(trimmed)
+  return { type: undefined, message: trimmed === "" ? undefined : page ?? excerpt(trimmed), requestId: undefined }
 }
 
 /**

@@ -44,7 +44,10 @@ describe("Failure.fromStatus", () => {
       "Anthropic refused the request (HTTP 400 invalid_request_error): messages.0: bad [redacted] [request-id req_1]"
     )
     const html = status(503, "<html>busy</html>", { "request-id": "req_h" })
-    expect(html.message).toBe("Anthropic failed (HTTP 503): <html>busy</html> [request-id req_h]")
+    // a proxy's page is named by what it says, not quoted as markup
+    expect(html.message).toBe(
+      `Anthropic failed (HTTP 503): an HTML page saying "busy" (not the API's JSON: is a proxy or the wrong base URL in the way?) [request-id req_h]`
+    )
     expect(status(529, body("overloaded_error", "Overloaded")).message).toContain("is overloaded (HTTP 529 overloaded_error)")
   })
 

@@ -192,3 +192,59 @@ export const readErrorBody = (
         })
       )
   })
+
+/** How much of an HTML page is looked at: its title or first words are what a reader needs. */
+const htmlHead = 64 * 1024
+
+const entities: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " ", "#39": "'" }
+
+const looksLikeHtml = (body: string): boolean => /^\s*<(!doctype\s+html|html|head|body|title|h1|center)\b/i.test(body)
+
+// The text between tags, by one forward scan: a regular expression over markup a server made
+// up can take quadratic time (`<<<<…` with no `>`), and this must stay linear in the page.
+const withoutTags = (html: string): string => {
+  const parts: Array<string> = []
+  let at = 0
+  while (at < html.length) {
+    const open = html.indexOf("<", at)
+    if (open < 0) {
+      parts.push(html.slice(at))
+      break
+    }
+    parts.push(html.slice(at, open), " ")
+    const close = html.indexOf(">", open)
+    if (close < 0) break
+    at = close + 1
+  }
+  return parts.join("").replaceAll(/&(#39|[a-z]{2,6});/gi, (all, name: string) => entities[name.toLowerCase()] ?? all)
+    .replaceAll(/\s+/g, " ").trim()
+}
+
+/**
+ * What an error body that is an HTML page says, in words for an error message: its title,
+ * else its text, cut to 200 characters, and that a proxy or a wrong base URL is in the way;
+ * `undefined` for a body that is no HTML page. Linear in the page, whatever its markup.
+ *
+ * @example
+ * ```ts
+ * import { AdapterSettings } from "@dsh/llm"
+ *
+ * AdapterSettings.htmlPage("<html><head><title>502 Bad Gateway</title></head></html>")
+ * // 'an HTML page saying "502 Bad Gateway" (not the API\'s JSON: is a proxy or the wrong base URL in the way?)'
+ * ```
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const htmlPage = (body: string): string | undefined => {
+  if (!looksLikeHtml(body)) return undefined
+  const head = body.slice(0, htmlHead)
+  const lower = head.toLowerCase()
+  const start = lower.indexOf("<title")
+  const open = start < 0 ? -1 : lower.indexOf(">", start)
+  const end = open < 0 ? -1 : lower.indexOf("</title", open)
+  const title = end < 0 ? "" : withoutTags(head.slice(open + 1, end))
+  const said = title === "" ? withoutTags(head) : title
+  const cut = said.length <= 200 ? said : `${said.slice(0, 200)}… (${said.length - 200} more characters)`
+  return `an HTML page${cut === "" ? "" : ` saying ${JSON.stringify(cut)}`} (not the API's JSON: is a proxy or the wrong base URL in the way?)`
+}

@@ -124,15 +124,20 @@ export const make = (options: Options = {}): Decoder => {
 
   const event = (ev: Event, out: Array<StreamChunk.StreamChunk>): LlmError.LlmError | undefined => {
     seen++
-    if (ev.data === "[DONE]") {
+    // `[DONE]` with white space around it (a server's stray space) is still the end
+    if (ev.data === "[DONE]" || (ev.data.length < 16 && ev.data.trim() === "[DONE]")) {
       finished = true
       return translator.done(out)
     }
     if (ev.event === "error") return fromStreamError(provider, reported(ev.data))
+    // an empty `data:` is a keep-alive some servers send, not a chunk
+    if (ev.data === "") return undefined
     let json: unknown
     try {
       json = JSON.parse(ev.data)
     } catch (error) {
+      // an event a server named for itself (`event: ping`, `data: ping`) holds what it likes
+      if (ev.event !== "message") return undefined
       return protocol(`an event's data is not JSON (${excerpt(HarnessError.describe(error), 200)}): ${JSON.stringify(excerpt(ev.data, 120))}`)
     }
     const read = Wire.readChunk(json)

@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { ErrorCode, HarnessError, LlmError } from "@dsh/llm"
+import { AdapterSettings, ErrorCode, HarnessError, LlmError } from "@dsh/llm"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 
@@ -84,45 +84,6 @@ const field = (value: unknown, key: string): unknown => {
 const text = (value: unknown): string | undefined =>
   Predicate.isString(value) && value.trim() !== "" ? value.trim() : undefined
 
-/** How much of an HTML page is looked at: its title or first words are what a reader needs. */
-const htmlHead = 64 * 1024
-
-const entities: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " ", "#39": "'" }
-
-const looksLikeHtml = (body: string): boolean => /^\s*<(!doctype\s+html|html|head|body|title|h1|center)\b/i.test(body)
-
-// The text between tags, by one forward scan: a regular expression over markup a server made
-// up can take quadratic time (`<<<<…` with no `>`), and this must stay linear in the page.
-const withoutTags = (html: string): string => {
-  const parts: Array<string> = []
-  let at = 0
-  while (at < html.length) {
-    const open = html.indexOf("<", at)
-    if (open < 0) {
-      parts.push(html.slice(at))
-      break
-    }
-    parts.push(html.slice(at, open), " ")
-    const close = html.indexOf(">", open)
-    if (close < 0) break
-    at = close + 1
-  }
-  return parts.join("").replaceAll(/&(#39|[a-z]{2,6});/gi, (all, name: string) => entities[name.toLowerCase()] ?? all)
-    .replaceAll(/\s+/g, " ").trim()
-}
-
-// A proxy's error page (nginx, Cloudflare, a load balancer): its title, else its text.
-const htmlText = (body: string): string => {
-  const head = body.slice(0, htmlHead)
-  const lower = head.toLowerCase()
-  const start = lower.indexOf("<title")
-  const open = start < 0 ? -1 : lower.indexOf(">", start)
-  const end = open < 0 ? -1 : lower.indexOf("</title", open)
-  const title = end < 0 ? "" : withoutTags(head.slice(open + 1, end))
-  const said = title === "" ? withoutTags(head) : title
-  return `an HTML page${said === "" ? "" : ` saying ${JSON.stringify(excerpt(said, 200))}`} (not the API's JSON: is a proxy or the wrong base URL in the way?)`
-}
-
 /**
  * What an error body says, read from the shapes servers use (see the module's description).
  *
@@ -159,7 +120,8 @@ const describeDetail = (detail: unknown): string | undefined => {
 export const reported = (body: string): Reported => {
   const trimmed = body.trim()
   if (trimmed === "") return { message: undefined, code: undefined, type: undefined }
-  if (looksLikeHtml(trimmed)) return { message: htmlText(trimmed), code: undefined, type: undefined }
+  const page = AdapterSettings.htmlPage(trimmed)
+  if (page !== undefined) return { message: page, code: undefined, type: undefined }
   let json: unknown
   try {
     json = JSON.parse(trimmed)
