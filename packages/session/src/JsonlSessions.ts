@@ -1029,7 +1029,7 @@ export const layerNoDeps = (
       // `checkOwnership` to check, with the file's length.
       const ensureWriter = Effect.fnUntraced(function*(state: State): Effect.fn.Return<LockFile.Held | undefined, PersistenceError> {
         if (state.released) {
-          return yield* failure(state, `cannot write ${state.file}: session ${state.session.id} closed and gave the file back`)
+          return yield* failure(state, `cannot write ${state.file}: session ${JSON.stringify(state.session.id)} closed and gave the file back`)
         }
         if (state.lost !== undefined) return yield* failure(state, state.lost)
         if (state.lock === undefined) {
@@ -1172,7 +1172,7 @@ export const layerNoDeps = (
         for (const event of events) {
           const line = encodeLine(event)
           if (Result.isFailure(line)) {
-            unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${state.session.id}, ` +
+            unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${JSON.stringify(state.session.id)}, ` +
               `so neither it nor any later event is persisted in ${state.file}: ${line.failure}`
             break
           }
@@ -1258,7 +1258,7 @@ export const layerNoDeps = (
           Effect.catchCause((cause) =>
             Effect.andThen(
               Effect.logError(
-                `JsonlSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
+                `JsonlSessions: ${when}, session ${JSON.stringify(state.session.id)} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
               ),
               releaseIfLost(state)
             )

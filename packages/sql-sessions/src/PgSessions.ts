@@ -611,7 +611,7 @@ export const layer = (
         for (const event of events) {
           const line = JsonlSessions.encodeLine(event)
           if (Result.isFailure(line)) {
-            unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${state.session.id}, ` +
+            unencodable = `cannot encode event seq ${event.seq} (${event.type}) of session ${JSON.stringify(state.session.id)}, ` +
               `so neither it nor any later event is persisted in ${location(state.session.id)}: ${line.failure}`
             break
           }
@@ -741,7 +741,7 @@ export const layer = (
           Effect.andThen(release(state)),
           Effect.catchCause((cause) =>
             Effect.logError(
-              `PgSessions: ${when}, session ${state.session.id} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
+              `PgSessions: ${when}, session ${JSON.stringify(state.session.id)} was not persisted: ${HarnessError.describe(Cause.squash(cause))}`
             )
           ),
           Effect.uninterruptible
