@@ -29,11 +29,7 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
-import * as Arr from "effect/Array"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
-import * as Pull from "effect/Pull"
+import { ByteDecoder, HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
 import * as Stream from "effect/Stream"
 import { excerpt, fromStreamError } from "./Failure.ts"
 import * as Translate from "./Translate.ts"
@@ -235,42 +231,4 @@ export const make = (options: Options = {}): Decoder => {
 export const decode = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: Options = {}
-): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> =>
-  Stream.transformPull(bytes, (pull) =>
-    Effect.sync(() => {
-      const decoder = make(options)
-      // a failure found after some chunks of the same network read: those chunks go first
-      let failed: LlmError.LlmError | undefined
-      // the input ended: fine after message_stop (its last event may come now), a protocol failure before it
-      const atEnd = (): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, LlmError.LlmError> => {
-        const out: Array<StreamChunk.StreamChunk> = []
-        const failure = decoder.end(out)
-        if (failure !== undefined) {
-          if (!Arr.isArrayNonEmpty(out)) return Effect.fail(failure)
-          failed = failure
-        }
-        return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
-      }
-      const read = Pull.catchDone(pull, () => Effect.succeed(undefined))
-      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
-        () => {
-          if (failed !== undefined) return Effect.fail(failed)
-          if (decoder.done()) return Cause.done()
-          return Effect.flatMap(read, (arrays) => {
-            if (arrays === undefined) return atEnd()
-            const out: Array<StreamChunk.StreamChunk> = []
-            for (const chunk of arrays) {
-              const failure = decoder.feed(chunk, out)
-              if (failure !== undefined) {
-                if (out.length === 0) return Effect.fail(failure)
-                failed = failure
-                break
-              }
-              if (decoder.done()) break
-            }
-            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
-          })
-        }
-      )
-      return next
-    }))
+): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> => ByteDecoder.decode(bytes, () => make(options))

@@ -11,6 +11,7 @@
 export * as AdapterSettings from "./AdapterSettings.ts"
 /** @since 0.1.0 */
 export * as Assembler from "./Assembler.ts"
+export * as ByteDecoder from "./ByteDecoder.ts"
 /** @since 0.1.0 */
 export * as Content from "./Content.ts"
 /** @since 0.1.0 */

@@ -31,12 +31,8 @@
  *
  * @since 0.1.0
  */
-import { HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
-import * as Arr from "effect/Array"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
+import { ByteDecoder, HarnessError, LlmError, Sse, type StreamChunk } from "@dsh/llm"
 import * as Predicate from "effect/Predicate"
-import * as Pull from "effect/Pull"
 import * as Stream from "effect/Stream"
 import { excerpt, fromStreamError, reported as reportedBody } from "./Failure.ts"
 import type * as Profile from "./Profile.ts"
@@ -254,44 +250,4 @@ export const make = (options: Options = {}): Decoder => {
 export const decode = <E, R>(
   bytes: Stream.Stream<Uint8Array, E, R>,
   options: Options = {}
-): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> =>
-  Stream.transformPull(bytes, (pull) =>
-    Effect.sync(() => {
-      const decoder = make(options)
-      // a failure found after some chunks of the same network read: those chunks go first
-      let failed: LlmError.LlmError | undefined
-      // the input's end, as a value: the decoder has the last word on it
-      const read = Pull.catchDone(pull, () => Effect.succeed(undefined))
-      const ended = (): Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, LlmError.LlmError> => {
-        // fine after [DONE], a protocol failure before it (unless a lenient end accepts it,
-        // which may still emit the answer's usage and finish)
-        const out: Array<StreamChunk.StreamChunk> = []
-        const failure = decoder.end(out)
-        if (failure !== undefined) {
-          // the chunks of a last event that came before the failure go first
-          if (!Arr.isArrayNonEmpty(out)) return Effect.fail(failure)
-          failed = failure
-        }
-        return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
-      }
-      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamChunk.StreamChunk>, E | LlmError.LlmError> = Effect.suspend(
-        () => {
-          if (failed !== undefined) return Effect.fail(failed)
-          if (decoder.done()) return Cause.done()
-          return Effect.flatMap(read, (arrays) => {
-            if (arrays === undefined) return ended()
-            const out: Array<StreamChunk.StreamChunk> = []
-            for (const chunk of arrays) {
-              const failure = decoder.feed(chunk, out)
-              if (failure !== undefined) {
-                if (out.length === 0) return Effect.fail(failure)
-                failed = failure
-                break
-              }
-            }
-            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
-          })
-        }
-      )
-      return next
-    }))
+): Stream.Stream<StreamChunk.StreamChunk, E | LlmError.LlmError, R> => ByteDecoder.decode(bytes, () => make(options))
