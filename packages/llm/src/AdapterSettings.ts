@@ -92,13 +92,15 @@ export const isHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff
 
 /**
  * A setting's value as a config error quotes it: briefly, and what it is rather than all of it
- * (`null`, `an array`, a string cut at 80 characters, `a value of type object`).
+ * (`null`, `nothing` for undefined, `an array`, a string cut at 80 characters, `a value of type
+ * object`).
  *
  * @since 0.1.0
  * @category formatting
  */
 export const shown = (value: unknown): string => {
   if (value === null) return "null"
+  if (value === undefined) return "nothing"
   if (Array.isArray(value)) return "an array"
   if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)
   return typeof value === "number" || typeof value === "boolean" ? String(value) : `a value of type ${typeof value}`

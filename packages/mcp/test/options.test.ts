@@ -31,7 +31,7 @@ describe("Mcp.layer's options", () => {
   it.live("options of every server that cannot work name the option", () =>
     Effect.gen(function*() {
       expect(yield* failure({})).toStrictEqual(
-        refused("MCP servers cannot be started: the option servers must be an object of servers by name, got a value of type undefined")
+        refused("MCP servers cannot be started: the option servers must be an object of servers by name, got nothing")
       )
       expect(yield* failure({ servers: { web: { url: nowhere } }, connectTimeout: "soon" })).toStrictEqual(
         refused(`MCP servers cannot be started: the option connectTimeout must be a duration ("30 seconds", a number of milliseconds), got "soon"`)
