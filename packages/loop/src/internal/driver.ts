@@ -35,13 +35,15 @@ export const driver = Effect.fnUntraced(function*(env: Env, state: AgentState): 
       tellSettled(state)
       yield* state.compactions.length > 0 ? runCompaction(env, state, state.compactions.shift()!) : nextTurn(env, state)
     }
-    // (a disposal ends the driver: its ensuring tells the last turn's callers)
+    // (a disposal ends the driver, and tells the last turn's callers)
     if (state.disposing) return
     yield* setStatus(env, state, "idle")
     if (!hasWork(state)) becomeIdle(state)
     tellSettled(state)
   }
-}, (effect, _env, state) => Effect.ensuring(effect, Effect.sync(() => tellSettled(state))))
+  // a disposal tells the last turn's callers itself, once the agent says `disposed`: told here,
+  // a caller would find the agent still `running`
+}, (effect, _env, state) => Effect.ensuring(effect, Effect.sync(() => void (state.disposing || tellSettled(state)))))
 
 const hasWork = (state: AgentState): boolean => state.queued.length > 0 || state.compactions.length > 0
 

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Output from "./output.ts"
-import { type AgentState, type Env, InsideAgents, type Pending, requestAbort, type TurnReport } from "./state.ts"
+import { type AgentState, type Env, InsideAgents, type Pending, requestAbort, settleRun, type TurnReport } from "./state.ts"
 
 /** Runs a message through a turn: queue it with a waiter, wait, read the result. */
 export const run = Effect.fnUntraced(function*(
@@ -62,13 +62,22 @@ const giveUp = (env: Env, state: AgentState, pending: Pending): Effect.Effect<vo
     const queued = state.queued.findIndex((waiting) => waiting.waiter === pending.waiter)
     if (queued >= 0) {
       state.queued.splice(queued, 1)
-      return Effect.void
+      // no message left for the run that was to take them: an abort waiting on it returns,
+      // and one asked for later finds nothing to abort instead of waiting on it for ever
+      return state.queued.length === 0 ? dropNextRun(state) : Effect.void
     }
     const running = state.current
     return running === undefined
       ? Effect.void
       : requestAbort(env, running, { reason: "agent.run was interrupted", disposal: false })
   })
+
+const dropNextRun = (state: AgentState): Effect.Effect<void> => {
+  const next = state.next
+  if (next === undefined) return Effect.void
+  state.next = undefined
+  return settleRun(next)
+}
 
 /** The result of a reported turn, or the error of a turn that did not answer. */
 const resultOf = (env: Env, report: TurnReport): Effect.Effect<TurnResult.TurnResult<unknown>, Agent.RunError> => {
@@ -80,7 +89,13 @@ const resultOf = (env: Env, report: TurnReport): Effect.Effect<TurnResult.TurnRe
     case "Aborted":
       return Effect.fail(
         report.abort?.disposal === true
-          ? new AgentDisposedError({ message: `agent ${env.agentId} was disposed before turn ${turn} answered`, agentId: env.agentId })
+          ? new AgentDisposedError({
+            // a message still queued at the disposal was part of no turn
+            message: report.start < 0
+              ? `agent ${env.agentId} was disposed before a turn took the message`
+              : `agent ${env.agentId} was disposed before turn ${turn} answered`,
+            agentId: env.agentId
+          })
           : new TurnAbortedError({
             message: `turn ${turn} was aborted${report.abort?.reason === undefined ? "" : `: ${report.abort.reason}`}`,
             turn,

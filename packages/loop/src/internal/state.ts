@@ -280,5 +280,6 @@ export const requeueSteering = (state: AgentState): void => {
   state.queued.push(...state.steering.splice(0, state.steering.length).map((p) => ({ ...p, trigger: "steer" as const })))
   // stable: messages that arrived together keep their order
   state.queued.sort((a, b) => (a.arrival ?? 0) - (b.arrival ?? 0))
-  state.next ??= makeRun()
+  // a disposal settled the runs it found and starts none: a run made now would never settle
+  if (!state.disposing) state.next ??= makeRun()
 }
