@@ -25,6 +25,7 @@ import type { SqlClient, SqlError } from "effect/sql"
 import { type Accepted, AgentEntity, Message, type MessageError, type RunError, type StatusReply, type TurnReply } from "./AgentEntity.ts"
 import * as ClusterConfig from "./internal/config.ts"
 import * as Database from "./internal/database.ts"
+import { ClusterConfigError } from "./ClusterErrors.ts"
 import * as Follow from "./internal/follow.ts"
 
 /**
@@ -42,14 +43,29 @@ export interface Options {
 
 /**
  * A client-only member of the cluster. Fails to build with the database's `SqlError` when it
- * cannot be reached.
+ * cannot be reached, and with `ClusterConfigError` (`CONFIG_INVALID`), before anything
+ * starts, for options past their types (a database that is no URL, a sharding setting that is
+ * no duration or count, an unknown key), each named.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
   options: Options
-): Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | SqlClient.SqlClient, SqlError.SqlError | Config.ConfigError> => {
+): Layer.Layer<
+  Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | SqlClient.SqlClient,
+  SqlError.SqlError | Config.ConfigError | ClusterConfigError
+> => {
+  const shape = ClusterConfig.objectProblems("the options", options, "{ database, sharding? }")
+  const unknown = shape.length > 0 ? undefined : AdapterSettings.unknownKeys("the options object", options, ["database", "sharding"])
+  const problems = shape.length > 0 ? shape : [
+    ...(unknown === undefined ? [] : [unknown]),
+    ...ClusterConfig.databaseProblems(options.database),
+    ...ClusterConfig.shardingProblems(options.sharding)
+  ]
+  if (problems.length > 0) {
+    return Layer.unwrap(Effect.fail(new ClusterConfigError({ message: `the cluster client was not started: ${problems.join("; ")}` })))
+  }
   const url = typeof options.database === "string" ? Redacted.make(options.database) : options.database
   const sharding = NodeClusterSocket.layer({
     clientOnly: true,
@@ -162,6 +178,15 @@ const payloadOf = (sessionId: string, input: Input, options: MessageOptions | un
     input,
     ...(options?.source === undefined ? {} : { source: options.source })
   }
+  const idProblem = messageIdProblem(payload.messageId)
+  if (idProblem !== undefined) {
+    return Effect.fail(
+      new InvalidInputError({
+        message: `a message for the agent of session ${JSON.stringify(sessionId)} was refused: its messageId ${idProblem}`,
+        agentId: sessionId
+      })
+    )
+  }
   const encoded = encodePayload(payload)
   const bytes = Result.isSuccess(encoded) ? Buffer.byteLength(JSON.stringify(encoded.success)) : 0
   if (bytes > maxMessageBytes) {
@@ -224,6 +249,20 @@ const sessionIdProblem = (id: unknown): string | undefined =>
       "so that another id would reach the same agent"
     : undefined
 
+/**
+ * Why a message id cannot key a message, or undefined when it can: the cluster stores it as
+ * text, where a NUL cannot be kept and a lone surrogate turns into U+FFFD — two ids would then
+ * be one, and the second message would be taken for the first and dropped.
+ */
+const messageIdProblem = (id: unknown): string | undefined =>
+  typeof id !== "string" || id === ""
+    ? `must be a non-empty string, got ${id === "" ? "an empty one" : HarnessError.describe(id)}`
+    : id.includes("\u0000")
+    ? "holds a NUL character, which the cluster's PostgreSQL storage cannot keep"
+    : loneSurrogate.test(id)
+    ? "holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, so that another id would be taken for it"
+    : undefined
+
 /** The handle for an id no agent may have: every call fails with `InvalidInputError`, nothing is sent. */
 const refusedAgent = (sessionId: string, problem: string): RemoteAgent => {
   const refusal = new InvalidInputError({
@@ -269,7 +308,8 @@ export const agent = (sessionId: string): Effect.Effect<RemoteAgent, never, Shar
       send: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Send),
       steer: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Steer),
       inject: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Inject),
-      abort: (reason) => client.Abort(reason === undefined ? {} : { reason }),
+      // a reason past the types is described, as a local agent's is: the protocol carries text
+      abort: (reason) => client.Abort(reason === undefined ? {} : { reason: typeof reason === "string" ? reason : HarnessError.describe(reason) }),
       run: (input, options) => Effect.flatMap(payloadOf(sessionId, input, options), client.Run),
       events: (from = 0, options) => {
         const every = eventsSettings(from, options)

@@ -27,9 +27,22 @@ export class TurnInterruptedError extends Schema.TaggedError<TurnInterruptedErro
 }) {}
 
 /**
+ * A runner or client Layer given options past their types (`ClusterRunner.layer`,
+ * `ClusterClient.layer`): a port out of range, a database URL that is no text, a sharding
+ * setting that is no duration or count, an unknown key. The message names each; nothing is
+ * started.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ClusterConfigError extends Schema.TaggedError<ClusterConfigError>()("ClusterConfigError", {
+  ...HarnessError.fields("CONFIG_INVALID")
+}) {}
+
+/**
  * The classes of this module, for code that enumerates them (the error-code table test).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const classes = [TurnInterruptedError] as const
+export const classes = [TurnInterruptedError, ClusterConfigError] as const

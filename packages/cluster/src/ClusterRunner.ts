@@ -24,6 +24,7 @@
  * @since 0.1.0
  */
 import { AgentHooks } from "@dsh/agent"
+import { AdapterSettings } from "@dsh/llm"
 import { AgentLoop } from "@dsh/loop"
 import { Model, ModelRegistry } from "@dsh/model"
 import { SystemPrompt } from "@dsh/prompt"
@@ -33,12 +34,14 @@ import { ToolRegistry } from "@dsh/tools"
 import { NodeClusterSocket } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import type * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type { MessageStorage, Runners, Sharding } from "effect/cluster"
 import type { SqlClient, SqlError } from "effect/sql"
 import type { SocketServer } from "effect/socket"
 import * as AgentHost from "./AgentHost.ts"
+import { ClusterConfigError } from "./ClusterErrors.ts"
 import * as ClusterConfig from "./internal/config.ts"
 import * as Database from "./internal/database.ts"
 
@@ -69,7 +72,9 @@ export interface Options<ROut, E, RIn> {
  * The runner: serves the agent entity for the shards it holds. It fails to build with the
  * model Layer's error, a `PersistenceError` when the session tables cannot be migrated, a
  * `SqlError` when the database cannot be reached, a `SocketServerError` when the address is
- * taken.
+ * taken, and `ClusterConfigError` (`CONFIG_INVALID`), before anything starts, for options past
+ * their types (a port out of range, a database that is no URL, a model that is no Layer, a
+ * sharding setting that is no duration or count, an unknown key), each named.
  *
  * @since 0.1.0
  * @category layers
@@ -78,9 +83,33 @@ export const layer = <ROut, E, RIn>(
   options: Options<ROut, E, RIn>
 ): Layer.Layer<
   Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | SqlClient.SqlClient | ROut,
-  E | SessionErrors.PersistenceError | SqlError.SqlError | SocketServer.SocketServerError | Config.ConfigError,
+  E | SessionErrors.PersistenceError | SqlError.SqlError | SocketServer.SocketServerError | Config.ConfigError | ClusterConfigError,
   Exclude<RIn, Model | ModelRegistry>
 > => {
+  const problems = optionsProblems(options)
+  return problems.length === 0
+    ? runner(options)
+    : Layer.unwrap(Effect.fail(new ClusterConfigError({ message: `the cluster runner was not started: ${problems.join("; ")}` })))
+}
+
+const optionNames = ["database", "address", "model", "agent", "sharding"]
+
+const optionsProblems = (options: unknown): ReadonlyArray<string> => {
+  const shape = ClusterConfig.objectProblems("the options", options, "{ database, address, model, agent, sharding? }")
+  if (shape.length > 0) return shape
+  const given = options as Partial<Record<string, unknown>>
+  const unknown = AdapterSettings.unknownKeys("the options object", given, optionNames)
+  return [
+    ...(unknown === undefined ? [] : [unknown]),
+    ...ClusterConfig.databaseProblems(given["database"]),
+    ...ClusterConfig.addressProblems(given["address"]),
+    ...ClusterConfig.layerProblems("model", given["model"]),
+    ...ClusterConfig.objectProblems("agent", given["agent"], "the options of the hosted agents ({ model, … })"),
+    ...ClusterConfig.shardingProblems(given["sharding"])
+  ]
+}
+
+const runner = <ROut, E, RIn>(options: Options<ROut, E, RIn>) => {
   const url = typeof options.database === "string" ? Redacted.make(options.database) : options.database
   const database = PgClient.layer({ url, applicationName: `dsh runner ${options.address.host}:${options.address.port}` })
   const model = options.model.pipe(Layer.provideMerge(Model.layer))

@@ -41,8 +41,22 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
         const huge = yield* Effect.flip(agent.inject("x".repeat(ClusterClient.maxMessageBytes)))
         expect(huge).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
         expect(huge.message).toContain(`more than the ${ClusterClient.maxMessageBytes} a cluster message may hold`)
+        // message ids the cluster would store as another id: refused before they are sent
+        for (const messageId of ["nul\u0000id", "x\ud800"]) {
+          const refused = yield* Effect.flip(agent.inject("context", { messageId }))
+          expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
+          expect(refused.message).toContain(messageId.includes("\u0000") ? "its messageId holds a NUL" : "its messageId holds a lone surrogate")
+        }
         // nothing reached the agent: its log holds the one message sent after
         expect((yield* agent.run("hello")).text).toBe("fine")
+        // an id an inject took already is no run's: refused, where it once hung the session for good
+        yield* agent.inject("context", { messageId: "m1" })
+        const reused = yield* Effect.flip(agent.run("question", { messageId: "m1" }))
+        expect(reused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT", agentId: "s" })
+        expect(reused.message).toMatch(/^the run of message "m1" to session "s" was refused: that id is taken already by the context\/message at seq \d+/)
+        // a reason past the types is described, not a defect of the protocol
+        yield* agent.abort(42 as unknown as string)
+        expect((yield* agent.run("hello again")).text).toBe("fine too")
         expect((yield* agent.status).nextSeq).toBeGreaterThan(0)
 
         // ids the cluster cannot carry as they are: refused by the client, nothing sent
@@ -83,8 +97,54 @@ describe("ClusterClient: what a user gets wrong ends in INVALID_INPUT", () => {
           expect(refused).toMatchObject({ _tag: "InvalidInputError", code: "INVALID_INPUT" })
           expect(refused.message).toContain("session.id")
         }
-      }).pipe(Effect.provide(inProcessRunner(database, port)), Effect.provideService(References.MinimumLogLevel, "Error"))
+      }).pipe(
+        Effect.provide(inProcessRunner(database, port, [ScriptedModel.reply.text("fine"), ScriptedModel.reply.text("fine too")])),
+        Effect.provideService(References.MinimumLogLevel, "Error")
+      )
     }).pipe(Effect.scoped))
+})
+
+describe("ClusterRunner, ClusterClient: options past their types", () => {
+  it.effect("fail the build with CONFIG_INVALID naming each, before anything starts", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.layer({ script: [] })
+      const runner = (options: Record<string, unknown>) =>
+        Effect.flip(Layer.build(ClusterRunner.layer({
+          database: "postgres://dsh@127.0.0.1:1/dsh",
+          address: { host: "127.0.0.1", port: 1 },
+          model,
+          agent: { model: "scripted" },
+          ...options
+        } as unknown as ClusterRunner.Options<never, never, never>)).pipe(Effect.scoped))
+      for (const [options, named] of [
+        [{ address: { host: "127.0.0.1", port: -1 } }, "address.port must be an integer from 0 to 65535, got -1"],
+        [{ address: { host: "127.0.0.1", port: "abc" } }, `address.port must be an integer from 0 to 65535, got "abc"`],
+        [{ address: undefined }, "address must be { host, port }, got nothing"],
+        [{ database: 42 }, "database must be a PostgreSQL URL (text or Redacted text), got 42"],
+        [{ agent: undefined }, "agent must be the options of the hosted agents"],
+        [{ model: undefined }, "model must be a Layer"],
+        [{ sharding: { shardsPerGroup: 0 } }, "sharding.shardsPerGroup must be an integer ≥ 1, got 0"],
+        [{ sharding: { shardsPerGroup: -5 } }, "sharding.shardsPerGroup must be an integer ≥ 1, got -5"],
+        [{ sharding: { shardLockExpiration: 0 } }, "sharding.shardLockExpiration"],
+        [{ sharding: { entityMessagePollInterval: "banana" } }, "sharding.entityMessagePollInterval"],
+        [{ sharding: { shardsPerGruop: 3 } }, `sharding has "shardsPerGruop", which is no option`],
+        [{ adress: {} }, `the options object has "adress", which is no option`]
+      ] as const) {
+        const error = yield* runner(options)
+        expect(error).toMatchObject({ _tag: "ClusterConfigError", code: "CONFIG_INVALID" })
+        expect(error.message).toContain("the cluster runner was not started: ")
+        expect(error.message).toContain(named)
+      }
+      for (const [options, named] of [
+        [undefined, "the options must be { database, sharding? }, got nothing"],
+        [{ database: 42 }, "database must be a PostgreSQL URL"],
+        [{ database: "postgres://dsh@127.0.0.1:1/dsh", sharding: { shardsPerGroup: 0 } }, "sharding.shardsPerGroup must be an integer ≥ 1"]
+      ] as const) {
+        const error = yield* Effect.flip(Layer.build(ClusterClient.layer(options as unknown as ClusterClient.Options)).pipe(Effect.scoped))
+        expect(error).toMatchObject({ _tag: "ClusterConfigError", code: "CONFIG_INVALID" })
+        expect(error.message).toContain(named)
+      }
+    }))
 })
 
 describe("ClusterRunner: host settings that cannot be used", () => {

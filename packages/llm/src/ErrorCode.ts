@@ -135,8 +135,8 @@ export const catalog = {
     raisedBy: "@dsh/mcp (McpServerError, McpToolError for a tool that reported an error), raised by the MCP capability"
   },
   CONFIG_INVALID: {
-    meaning: "The dsh command's configuration (its config file, a flag or an environment variable) is invalid; the message names the field and what was expected.",
-    raisedBy: "dsh (ConfigInvalidError), raised by the dsh command"
+    meaning: "The dsh command's configuration (its config file, a flag or an environment variable) is invalid, or a cluster runner or client Layer was given options past their types (a port out of range, a sharding setting that is no duration or count); the message names the field and what was expected.",
+    raisedBy: "dsh (ConfigInvalidError), raised by the dsh command; @dsh/cluster (ClusterConfigError), raised when ClusterRunner.layer or ClusterClient.layer is built"
   },
   POLICY_INVALID: {
     meaning: "A permission policy was built from bad rules (an unknown key or decision, a rule naming no tool, a pattern that can never match); the message gives each rule's index, the field and what is wrong.",

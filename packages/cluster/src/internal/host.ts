@@ -4,7 +4,7 @@
  * (the message id block, looked up before delivering), acknowledging them once committed, and
  * answering a `Run` from the log when its turn is already there.
  */
-import { type Agent, Agents, type InvalidInputError, TurnDefectError, TurnResult } from "@dsh/agent"
+import { type Agent, Agents, InvalidInputError, TurnDefectError, TurnResult } from "@dsh/agent"
 import { Content, type HarnessError } from "@dsh/llm"
 import { FlushCheckpoint, type Session, type SessionEvent } from "@dsh/session"
 import { PgSessions } from "@dsh/sql-sessions"
@@ -26,10 +26,16 @@ export interface Hosted {
   readonly session: Session.Session
   readonly runner: string
   readonly checkpoint: FlushCheckpoint["Service"]
-  /** message id → the seq of the event that logged it */
-  readonly index: Map<string, number>
+  /** message id → the seq and type of the event that logged it */
+  readonly index: Map<string, Logged>
   /** the events before this seq are in `index` */
   indexed: number
+}
+
+/** Where and as what a message id was logged. */
+export interface Logged {
+  readonly seq: number
+  readonly type: SessionEvent.SessionEvent["type"]
 }
 
 /** What the host needs to know of the agent to create. */
@@ -109,14 +115,36 @@ const resumeWhenFree = (sessionId: string, lockWait: Duration.Duration) =>
     ))
 
 /** Where the log holds message `id`, reading the events logged since the last lookup. */
-export const lookup = (hosted: Hosted, id: string): Effect.Effect<number | undefined> =>
+export const lookup = (hosted: Hosted, id: string): Effect.Effect<Logged | undefined> =>
   Effect.map(hosted.session.eventsFrom(hosted.indexed), (events) => {
     for (const event of events) {
-      for (const logged of messageIdsOf(event)) if (!hosted.index.has(logged)) hosted.index.set(logged, event.seq)
+      for (const logged of messageIdsOf(event)) if (!hosted.index.has(logged)) hosted.index.set(logged, { seq: event.seq, type: event.type })
       hosted.indexed = event.seq + 1
     }
     return hosted.index.get(id)
   })
+
+/** What a message of each kind is logged as (a steer while idle is a user message). */
+const loggedAs: Record<Kind | "run", ReadonlyArray<string>> = {
+  send: ["user/message"],
+  run: ["user/message"],
+  steer: ["steering/message", "user/message"],
+  inject: ["context/message"]
+}
+
+/**
+ * The log holds the id as another kind of message: the cluster keys messages by their RPC, so
+ * the two were both delivered, and taking one for the other would answer the wrong message (or
+ * look for the turn of a message no turn took, for ever).
+ */
+const takenAlready = (hosted: Hosted, kind: Kind | "run", id: string, logged: Logged): InvalidInputError | undefined =>
+  loggedAs[kind].includes(logged.type)
+    ? undefined
+    : new InvalidInputError({
+      message: `the ${kind} of message ${JSON.stringify(id)} to session ${JSON.stringify(hosted.sessionId)} was refused: ` +
+        `that id is taken already by the ${logged.type} at seq ${logged.seq}; give every message an id of its own`,
+      agentId: hosted.sessionId
+    })
 
 /** The content to give the agent: the input's blocks and the id block. */
 export const withId = (input: string | ReadonlyArray<Content.ContentBlock>, id: string): ReadonlyArray<Content.ContentBlock> => [
@@ -159,8 +187,10 @@ export const deliver = (
   Effect.gen(function*() {
     const known = yield* lookup(hosted, payload.messageId)
     if (known !== undefined) {
+      const taken = takenAlready(hosted, kind, payload.messageId, known)
+      if (taken !== undefined) return yield* taken
       yield* commit(hosted)
-      return { seq: known, duplicate: true }
+      return { seq: known.seq, duplicate: true }
     }
     const from = yield* hosted.session.seq
     const content = withId(payload.input, payload.messageId)
@@ -197,7 +227,10 @@ export const run = (
 ): Effect.Effect<TurnReply, RunError> =>
   Effect.gen(function*() {
     const known = yield* lookup(hosted, payload.messageId)
-    if (known !== undefined) return yield* answerFromLog(hosted, known)
+    if (known !== undefined) {
+      const taken = takenAlready(hosted, "run", payload.messageId, known)
+      return yield* (taken === undefined ? answerFromLog(hosted, known.seq) : Effect.fail(taken))
+    }
     const content = withId(payload.input, payload.messageId)
     const options = payload.source === undefined ? {} : { source: payload.source }
     const result = yield* hosted.agent.run(content, options).pipe(Effect.mapError(toRunError))
