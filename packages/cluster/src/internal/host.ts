@@ -89,9 +89,22 @@ export const open = (options: OpenOptions): Effect.Effect<
     // a session the database cannot give (the server down, a log that does not decode) is a
     // defect of this entity: the cluster retries it (defectRetryPolicy), the messages wait; an
     // agent refused at its creation would be refused at every retry, so its refusal stands
-    Effect.catch((error) => (error._tag === "InvalidInputError" ? Effect.fail(error) : Effect.die(error))),
+    Effect.catch((error) => (error._tag === "InvalidInputError" ? refusalOf(error) : Effect.die(error))),
     Effect.withSpan("AgentHost.open")
   )
+
+/**
+ * The agent's refusal in the words of the session the caller addressed: the agent has no id
+ * of its own the caller knows (a fresh UUID), the session id is what it asked for.
+ */
+const refusalOf = (error: InvalidInputError): Effect.Effect<never, InvalidInputError, Entity.CurrentAddress> =>
+  Effect.flatMap(Entity.CurrentAddress, ({ entityId }) =>
+    Effect.fail(
+      new InvalidInputError({
+        message: `the agent of session ${JSON.stringify(entityId)} cannot be created: ${error.message.replace(/^agent \S+ was not created: /, "")}`,
+        agentId: entityId
+      })
+    ))
 
 const isStored = (sessionId: string) =>
   SqlClient.SqlClient.use((sql) =>
