@@ -49,7 +49,7 @@
  *
  * @since 0.1.0
  */
-import type { Content, Message, ModelRequest } from "@dsh/llm"
+import { Content, type Message, type ModelRequest } from "@dsh/llm"
 import type * as Wire from "./Wire.ts"
 
 /**
@@ -86,18 +86,7 @@ const hasRawInput = (block: Wire.ContentBlock): block is ToolUse => rawInput in 
  * @since 0.1.0
  * @category serialization
  */
-export const toolInput = (args: string): { readonly value: unknown; readonly text: string } => {
-  if (args.trim() === "") return { value: {}, text: "{}" }
-  let value: unknown
-  try {
-    value = JSON.parse(args)
-  } catch {
-    value = undefined
-  }
-  if (typeof value === "object" && value !== null && !Array.isArray(value)) return { value, text: args }
-  const wrapped = { invalid_arguments: args }
-  return { value: wrapped, text: JSON.stringify(wrapped) }
-}
+export const toolInput = (args: string): { readonly value: unknown; readonly text: string } => Content.argumentsObject(args)
 
 const escapeAttribute = (value: string) =>
   value.replaceAll("&", "&amp;").replaceAll("\"", "&quot;").replaceAll("<", "&lt;")

@@ -177,9 +177,10 @@ describe("RequestBody", () => {
     const noReasoning = Message.make("assistant", [Content.toolCall(id("c"), "bash", "{}")])
     const textOnly = Message.make("assistant", [Content.reasoning("hmm"), Content.text("hello")])
     const wire = (m: Message.Message, settings: RequestBody.Settings) => RequestBody.message(m, settings)[0]
-    // with tool calls: sent when there is some, always in thinking mode (empty if none), never with thinking off
+    // with tool calls: always in thinking mode, the default (empty if none), never with thinking off
     expect(wire(step1Answer, plain)).toHaveProperty("reasoning_content", "I should run the tests first.")
-    expect(wire(noReasoning, plain)).not.toHaveProperty("reasoning_content")
+    // thinking unset is DeepSeek's default, thinking on: the empty reasoning goes back too
+    expect(wire(noReasoning, plain)).toHaveProperty("reasoning_content", "")
     expect(wire(noReasoning, thinkingOn)).toHaveProperty("reasoning_content", "")
     expect(wire(step1Answer, thinkingOff)).not.toHaveProperty("reasoning_content")
     // without tool calls: DeepSeek ignores earlier turns' reasoning

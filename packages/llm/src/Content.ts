@@ -194,6 +194,30 @@ export const toolCall = (id: CallId, name: string, args: string): ToolCallBlock 
 })
 
 /**
+ * A tool call's argument text as a JSON object, for the wires that take only objects back in
+ * the history (Anthropic's `input`; vLLM and other OpenAI-compatible servers parse the string):
+ * `value` and `text` are the arguments themselves when they are a JSON object (the model's
+ * bytes kept, number precision included), `{}` for empty text, else
+ * `{"invalid_arguments": "<text>"}` — a call cut off by the token limit would otherwise fail
+ * every later request of its session.
+ *
+ * @since 0.1.0
+ * @category serialization
+ */
+export const argumentsObject = (args: string): { readonly value: unknown; readonly text: string } => {
+  if (args.trim() === "") return { value: {}, text: "{}" }
+  let value: unknown
+  try {
+    value = JSON.parse(args)
+  } catch {
+    value = undefined
+  }
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return { value, text: args }
+  const wrapped = { invalid_arguments: args }
+  return { value: wrapped, text: JSON.stringify(wrapped) }
+}
+
+/**
  * @since 0.1.0
  * @category constructors
  */

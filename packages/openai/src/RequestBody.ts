@@ -21,7 +21,7 @@
  * | text block | its text |
  * | image block | `[image (media/type) omitted: this model reads text only]`: images are not sent (DeepSeek's chat API takes none, and failing the whole request over one screenshot a tool returned would end the turn) |
  * | custom block | `<custom kind="…">{JSON data}</custom>`, so an extension's data stays visible to the model |
- * | assistant message | `content`: its text blocks joined; `tool_calls` from its tool-call blocks (arguments as the raw string the model wrote); on a message with tool calls, its reasoning blocks joined under the profile's `reasoningPassback` key (`reasoning_content` for DeepSeek, whose thinking mode requires it; `reasoning` for vLLM) — omitted when thinking is off, when the profile passes nothing back, and on messages without tool calls (servers ignore earlier turns' reasoning) |
+ * | assistant message | `content`: its text blocks joined; `tool_calls` from its tool-call blocks (arguments as the raw string the model wrote when it is a JSON object; `{}` for none, `{"invalid_arguments": "<text>"}` for text that is no JSON object — a call cut off by the token limit —, since servers parse them and would refuse every later request); on a message with tool calls, its reasoning blocks joined under the profile's `reasoningPassback` key (`reasoning_content` for DeepSeek, whose thinking mode requires it, empty too; `reasoning` for vLLM) — omitted when thinking is off, when the profile passes nothing back, on messages without tool calls (servers ignore earlier turns' reasoning), and with `thinking` unset on a message without reasoning, unless the profile's switch is `thinking-type` (DeepSeek thinks unless told not to) |
  * | reasoning/tool-call blocks in a user message, images and results in an assistant message | left out: no wire form |
  *
  * Tool parameters (JSON Schema) and custom block data are the caller's own JSON and are passed
@@ -40,7 +40,7 @@
  *
  * @since 0.1.0
  */
-import type { Content, Message, ModelRequest } from "@dsh/llm"
+import { Content, type Message, type ModelRequest } from "@dsh/llm"
 import * as Profile from "./Profile.ts"
 import type * as Wire from "./Wire.ts"
 
@@ -105,7 +105,12 @@ export const renderToolResult = (block: Content.ToolResultBlock): string => {
   return block.error === undefined ? `Error: ${text}` : `Error (${block.error.code}): ${text}`
 }
 
-const assistant = (message: Message.Message, settings: Settings, passback: Profile.ResolvedQuirks["reasoningPassback"]): Wire.Message => {
+const assistant = (
+  message: Message.Message,
+  settings: Settings,
+  passback: Profile.ResolvedQuirks["reasoningPassback"],
+  thinking: Profile.ResolvedQuirks["thinking"]
+): Wire.Message => {
   let content = ""
   let reasoning = ""
   let hasReasoning = false
@@ -116,14 +121,15 @@ const assistant = (message: Message.Message, settings: Settings, passback: Profi
       reasoning += block.text
       hasReasoning = true
     } else if (block.type === "tool-call") {
-      calls.push({ id: block.id, type: "function", function: { name: block.name, arguments: block.arguments } })
+      calls.push({ id: block.id, type: "function", function: { name: block.name, arguments: Content.argumentsObject(block.arguments).text } })
     }
   }
   if (calls.length === 0) return { role: "assistant", content }
-  // Thinking mode requires the reasoning of a tool-calling turn back; with thinking off it has
-  // no use, and with the provider's default it is sent when there is some.
-  const withReasoning = passback !== "none" &&
-    (settings.thinking === true || (settings.thinking === undefined && hasReasoning))
+  // Thinking mode requires the reasoning of a tool-calling turn back, empty too; with thinking
+  // off it has no use. With the provider's default it is sent when there is some — and always
+  // where that default is on (DeepSeek's `thinking-type` switch): thinking unsaid is thinking on.
+  const thinksUnsaid = settings.thinking === undefined && (hasReasoning || thinking === "thinking-type")
+  const withReasoning = passback !== "none" && (settings.thinking === true || thinksUnsaid)
   if (!withReasoning) return { role: "assistant", content, tool_calls: calls }
   return passback === "reasoning"
     ? { role: "assistant", content, reasoning, tool_calls: calls }
@@ -158,14 +164,14 @@ const userSide = (message: Message.Message, out: Array<Wire.Message>): void => {
  */
 export const message = (m: Message.Message, settings: Settings): ReadonlyArray<Wire.Message> => {
   const out: Array<Wire.Message> = []
-  messageInto(m, settings, Profile.resolveQuirks(settings.quirks).reasoningPassback, out)
+  messageInto(m, settings, Profile.resolveQuirks(settings.quirks), out)
   return out
 }
 
 const messageInto = (
   m: Message.Message,
   settings: Settings,
-  passback: Profile.ResolvedQuirks["reasoningPassback"],
+  quirks: Profile.ResolvedQuirks,
   out: Array<Wire.Message>
 ): void => {
   switch (m.role) {
@@ -173,7 +179,7 @@ const messageInto = (
       out.push({ role: "system", content: renderAll(m.content) })
       return
     case "assistant":
-      out.push(assistant(m, settings, passback))
+      out.push(assistant(m, settings, quirks.reasoningPassback, quirks.thinking))
       return
     case "user":
       userSide(m, out)
@@ -190,8 +196,8 @@ const messageInto = (
 export const messages = (request: ModelRequest.ModelRequest, settings: Settings): Array<Wire.Message> => {
   const out: Array<Wire.Message> = []
   if (request.system !== undefined) out.push({ role: "system", content: request.system })
-  const passback = Profile.resolveQuirks(settings.quirks).reasoningPassback
-  for (const m of request.messages) messageInto(m, settings, passback, out)
+  const quirks = Profile.resolveQuirks(settings.quirks)
+  for (const m of request.messages) messageInto(m, settings, quirks, out)
   return out
 }
 

@@ -100,3 +100,23 @@ describe("RequestBody with each profile", () => {
     })
   }
 })
+
+describe("RequestBody: tool-call arguments", () => {
+  it("are sent as written when they are a JSON object; none as {}; text that is no object wrapped, so no server refuses the history", () => {
+    const quirks = quirksOf("vllm")
+    const argumentsOf = (args: string) => {
+      const wire = RequestBody.message(Message.make("assistant", [Content.toolCall(id("c"), "run", args)]), {
+        thinking: undefined,
+        reasoningEffort: undefined,
+        quirks
+      })[0] as { readonly tool_calls: ReadonlyArray<{ readonly function: { readonly arguments: string } }> }
+      return wire.tool_calls[0]!.function.arguments
+    }
+    // the model's bytes, number precision included
+    expect(argumentsOf(`{"x": 1.00000000000000001}`)).toBe(`{"x": 1.00000000000000001}`)
+    expect(argumentsOf("")).toBe("{}")
+    // cut off by the token limit
+    expect(argumentsOf(`{"x":7`)).toBe(JSON.stringify({ invalid_arguments: `{"x":7` }))
+    expect(argumentsOf("[1, 2]")).toBe(JSON.stringify({ invalid_arguments: "[1, 2]" }))
+  })
+})
