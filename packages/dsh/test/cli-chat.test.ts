@@ -59,6 +59,25 @@ const idle = (t: Terminal, answer: string) => t.waitFor((s) => s.includes(answer
 const tmuxPanePid = (t: Terminal): number =>
   Number(execFileSync("tmux", ["-L", tmuxSocket, "list-panes", "-t", t.name, "-F", "#{pane_pid}"], { encoding: "utf8" }).trim())
 
+/** Whether the process is still there. */
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Polls (every 25 ms, at most 15 s) until the condition holds. */
+const until = async (holds: () => boolean): Promise<void> => {
+  const deadline = Date.now() + 15_000
+  while (!holds()) {
+    if (Date.now() > deadline) throw new Error("the condition never held")
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
 const say = (t: Terminal, line: string) => {
   t.type(line)
   t.keys("Enter")
@@ -280,6 +299,31 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
       .map((line) => JSON.parse(line) as { readonly type: string; readonly data: { readonly reason?: { readonly kind: string } } })
     expect(events.filter((event) => event.type === "turn/end").map((event) => event.data.reason?.kind)).toStrictEqual(["disposed"])
     expect(events.some((event) => event.type === "assistant/chunk")).toBe(true)
+  })
+
+  it("the terminal closed under a running turn (its tmux session killed): no crash on the failed writes, the turn is written, the session resumes", async () => {
+    const fake = await server([endless("and so on, ", 50), text("Resumed.")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    say(t, "Go on forever")
+    await t.waitFor((s) => occurrences(s, "and so on") >= 2)
+    const command = Number(execFileSync("pgrep", ["-P", String(tmuxPanePid(t))], { encoding: "utf8" }).trim())
+    // the pane goes: the command gets SIGHUP, and every write to its terminal fails (EIO)
+    t.close()
+    await until(() => !alive(command))
+    const [file] = readdirSync(home.sessions).filter((name) => name.endsWith(".jsonl"))
+    const events = (await readFile(join(home.sessions, file!), "utf8")).split("\n").filter((line) => line !== "").slice(1)
+      .map((line) => JSON.parse(line) as { readonly type: string; readonly data: { readonly reason?: { readonly kind: string } } })
+    // closed by its SIGHUP (disposed) or by the end of its input that the closing also is (aborted, as Ctrl-D):
+    // whichever the command saw first, the turn is closed in the file
+    const ends = events.filter((event) => event.type === "turn/end").map((event) => event.data.reason?.kind)
+    expect(ends).toHaveLength(1)
+    expect(["disposed", "aborted"]).toContain(ends[0])
+    const id = file!.replace(/\.jsonl$/, "")
+    const resumed = await dsh(home, ["resume", id, "go on", "--base-url", fake.url, "--tools", "none"])
+    expect(resumed.status).toBe(0)
+    expect(resumed.stdout).toContain("Resumed.")
+    await fake.close()
   })
 
   it("dsh resume without an id chats on in the latest session", async () => {

@@ -652,8 +652,27 @@ export const command = (input: Input, env: Config.Environment) =>
     yield* Effect.gen(function*() {
       const terminal = yield* NodeTerminal.make(() => false)
       const style = Render.styleFor(true, env)
+      // A closed terminal (its window shut, its tmux pane killed) fails the next write with EIO:
+      // without a listener that error would end the process before the turn is written. It is
+      // the terminal's hang-up, handled as SIGHUP: the turn ends disposed and is written, exit 130.
+      let terminalGone = false
+      const onTerminalError = () => {
+        if (terminalGone) return
+        terminalGone = true
+        Io.raise("SIGHUP")
+      }
+      process.stdout.on("error", onTerminalError)
+      process.stdin.on("error", onTerminalError)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          // a gone terminal keeps its listener: the process's last writes on the way out fail too
+          if (terminalGone) return
+          process.stdout.off("error", onTerminalError)
+          process.stdin.off("error", onTerminalError)
+        })
+      )
       const screen = Screen.make(
-        { write: (text) => void process.stdout.write(text), columns: () => process.stdout.columns ?? 80 },
+        { write: (text) => void (terminalGone || process.stdout.write(text)), columns: () => process.stdout.columns ?? 80 },
         { dim: style !== Render.plain }
       )
       yield* Effect.addFinalizer(() => Effect.sync(() => screen.close()))

@@ -143,6 +143,15 @@ export const installSignals = (otherwise: Handler): void => {
 }
 
 /**
+ * Handles `signal` as if the process had received it: a terminal that fails every write is a
+ * terminal that closed, whether or not its SIGHUP came first.
+ *
+ * @since 0.1.0
+ * @category signals
+ */
+export const raise = (signal: Signal): void => dispatch(signal)
+
+/**
  * The signals that arrive while the scope is open go to `handler` (the one registered last
  * wins); `passOn` hands a signal to the handler below it.
  *
