@@ -74,7 +74,9 @@ const until = async (holds: () => boolean): Promise<void> => {
   const deadline = Date.now() + 15_000
   while (!holds()) {
     if (Date.now() > deadline) throw new Error("the condition never held")
-    await new Promise((resolve) => setTimeout(resolve, 25))
+    await new Promise((resolve) => {
+      setTimeout(resolve, 25)
+    })
   }
 }
 
