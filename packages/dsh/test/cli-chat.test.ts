@@ -187,6 +187,9 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     say(t, `/resume ${first.slice(0, 18)}`)
     const resumed = await t.waitFor(`session ${first} (resumed, 1 turn, persisted)`)
     keep("chat-commands", resumed)
+    // the resumed session's usage is the session's, its first turn included
+    say(t, "/usage")
+    await t.waitFor((s) => occurrences(s, `session ${first} · 1 turn · in 10 (cache hit 0) · out 1`) === 2)
     say(t, "Third")
     // idle first: a Ctrl-C while the turn still runs would abort it rather than arm the exit
     await idle(t, "Three.")
@@ -197,6 +200,22 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     t.keys("C-c")
     const exited = await t.waitFor("[dsh exited 0]")
     expect(exited).toContain(`dsh: session ${first} · dsh resume ${first}`)
+    t.close()
+    await fake.close()
+  })
+
+  it("/new typed in the same burst as a message (a paste, a quick typist) waits for that message's turn, never throws it away", async () => {
+    const fake = await server([stallAfter("Thinking it over"), text("unused")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    // one burst of keys: the message's Enter, then /new and its Enter, before the turn's status arrives
+    t.type("Answer slowly\r/new\r")
+    await t.waitFor("(/new works only between turns")
+    await t.waitFor("Thinking it over")
+    expect(messagesOf(fake.requests()[0]).at(-1)!.content).toBe("Answer slowly")
+    expect(occurrences(t.screen(), "(new, persisted)")).toBe(1)
+    t.keys("C-c")
+    await t.waitFor("(turn aborted")
     t.close()
     await fake.close()
   })

@@ -505,7 +505,12 @@ const onLine = (context: Context, agent: Agent.Agent, text: string) =>
     if (!context.state.running) {
       // steering with nothing running is a message, as agent.steer makes it: without the prefix
       const message = text.startsWith(steerPrefix) ? text.slice(steerPrefix.length).trim() : text
-      if (message !== "") yield* agent.send(message)
+      if (message === "") return undefined
+      // the turn it starts runs from now: lines typed before its status arrives (a paste, a
+      // quick /new) are queued or refused as during it, never run against it (set before the
+      // send, so the turn's own statuses, however fast, come after it)
+      context.state.running = true
+      yield* agent.send(message)
       return undefined
     }
     if (text.startsWith(steerPrefix)) {
@@ -556,10 +561,15 @@ const converse = (context: Context, source: Runtime.Source, resumed: boolean) =>
     const { state } = context
     const agent = yield* Runtime.agent(context.settings, source)
     state.sessionId = agent.session.id
-    state.turns = 0
-    state.sessionUsage = Usage.empty
+    // a resumed session's turns and usage so far count: /usage is the session's, not this process's
+    const past = yield* agent.session.events
+    state.turns = past.filter((event) => event.type === "turn/end").length
+    state.sessionUsage = past.reduce(
+      (sum, event) => (event.type === "usage" ? Usage.add(sum, event.data.usage) : sum),
+      Usage.empty
+    )
     state.running = false
-    banner(context, resumed, yield* agent.session.events)
+    banner(context, resumed, past)
     yield* Runtime.verify
     yield* Effect.forkScoped(Stream.runForEach(agent.events, (event) => Effect.sync(() => onEvent(context, event))), {
       startImmediately: true
