@@ -220,6 +220,26 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     await fake.close()
   })
 
+  it("an input line whose wide characters straddle the right edge redraws in place, leaving no stale rows", async () => {
+    const fake = await server([text("unused")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    // "› a" and 48 × 中 fill 99 of the 100 columns: the next 中 wraps, leaving the last cell empty
+    const wide = `a${"中".repeat(97)}a${"中".repeat(49)}a中`
+    t.type(wide)
+    await t.waitFor((screen) => occurrences(screen, "中") === 147)
+    t.type("xxx")
+    await t.waitFor("中xxx")
+    t.keys("BSpace", "BSpace", "BSpace")
+    const redrawn = await t.waitFor((screen) => !screen.includes("中x"))
+    expect(redrawn.split("\n").filter((row) => row.startsWith("› a")).length).toBe(1)
+    t.keys("C-u")
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+
   it("a >> line during a turn steers it: the next step's request carries it after the tool's result", async () => {
     const home = makeHome()
     // the command blocks reading the FIFO until the test opens it for writing: the turn is in

@@ -61,6 +61,35 @@ const width = (text: string): number => CliOutput.displayWidth(text)
 const draw = (segments: ReadonlyArray<Segment>, dim: boolean): string =>
   segments.map((s) => (s.tone === "dim" && dim ? `${DIM_ON}${s.text}${DIM_OFF}` : s.text)).join("")
 
+/**
+ * Where a terminal of `columns` leaves its cursor after writing `text` from a row's start: a
+ * character wider than what is left of its row goes to the next row, leaving that cell empty
+ * (a CJK character at the last column), and a row written to its end keeps the cursor on it
+ * (`column === columns`) until the next character.
+ */
+const placeOf = (text: string, columns: number): { readonly row: number; readonly column: number } => {
+  let row = 0
+  let column = 0
+  for (const { segment } of segmenter.segment(text)) {
+    const cells = width(segment)
+    if (cells === 0) continue
+    if (column + cells > columns) {
+      row++
+      column = 0
+    }
+    column += cells
+  }
+  return { row, column }
+}
+
+/** The cell where the next character (`rest`'s first) goes after `before`: where the cursor stands. */
+const cursorPlace = (before: string, rest: string, columns: number): { readonly row: number; readonly column: number } => {
+  const after = placeOf(before, columns)
+  const next = segmenter.segment(rest)[Symbol.iterator]().next()
+  const cells = next.done === true ? 1 : Math.max(1, width(next.value.segment))
+  return after.column + cells > columns ? { row: after.row + 1, column: 0 } : after
+}
+
 /** The rows a text of this width takes (an empty text still takes its row). */
 const rowsOf = (cells: number, columns: number): number => (cells === 0 ? 1 : Math.ceil(cells / columns))
 
@@ -126,15 +155,14 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
     }
     const before = prompt + inputText.slice(0, cursor)
     const full = prompt + inputText
-    const endCells = width(full)
-    const endRow = endCells === 0 ? 0 : Math.floor((endCells - 1) / cols)
+    const endRow = placeOf(full, cols).row
     parts.push(full)
     let row = endRow
     if (cursor < inputText.length) {
-      const at = width(before)
-      row = Math.floor(at / cols)
+      const at = cursorPlace(before, inputText.slice(cursor), cols)
+      row = at.row
       if (endRow > row) parts.push(`${ESC}${endRow - row}A`)
-      parts.push(`${ESC}${(at % cols) + 1}G`)
+      parts.push(`${ESC}${at.column + 1}G`)
     }
     cursorRow = rows + row
     drawn = true
