@@ -231,8 +231,37 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     t.type("xxx")
     await t.waitFor("中xxx")
     t.keys("BSpace", "BSpace", "BSpace")
-    const redrawn = await t.waitFor((screen) => !screen.includes("中x"))
+    // the screen settles with the line drawn once (a stale row would stay for good: the wait would fail)
+    const redrawn = await t.waitFor((screen) =>
+      !screen.includes("中x") && occurrences(screen, "中") === 147 &&
+      screen.split("\n").filter((row) => row.startsWith("› a")).length === 1
+    )
     expect(redrawn.split("\n").filter((row) => row.startsWith("› a")).length).toBe(1)
+    t.keys("C-u")
+    say(t, "/exit")
+    await t.waitFor("[dsh exited 0]")
+    t.close()
+    await fake.close()
+  })
+
+  it("a window narrowed under a long input line redraws it once, as the terminal rewrapped it", async () => {
+    const fake = await server([text("unused")])
+    const home = makeHome()
+    const t = await chat(home, ["--base-url", fake.url, "--tools", "none"])
+    const long = "abcdefghij".repeat(15)
+    t.type(long)
+    await t.waitFor((screen) => occurrences(screen.replaceAll("\n", ""), long) === 1)
+    execFileSync("tmux", ["-L", tmuxSocket, "resize-window", "-t", t.name, "-x", "40", "-y", "30"])
+    // 152 cells at 40 columns: four rows, drawn once (tmux keeps what the reflow pushed up in its history)
+    // the screen settles with the line drawn once (a stale row would stay for good: the wait would fail)
+    const narrowed = await t.waitFor((screen) => {
+      const shown = screen.split("\n")
+      return shown.some((row) => row === "ijabcdefghijabcdefghijabcdefghij") && shown.filter((row) => /^[a-j]+$/.test(row)).length === 3
+    })
+    const rows = narrowed.split("\n")
+    expect(rows.filter((row) => row.startsWith("› abcdefghij")).length).toBe(1)
+    // its three continuation rows, and no stale one left above it from the wider drawing
+    expect(rows.filter((row) => /^[a-j]+$/.test(row)).length).toBe(3)
     t.keys("C-u")
     say(t, "/exit")
     await t.waitFor("[dsh exited 0]")

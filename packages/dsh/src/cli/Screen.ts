@@ -131,6 +131,9 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
   // where the live area drawn last time starts, in rows above the cursor
   let cursorRow = 0
   let drawn = false
+  // what the last drawing was laid out for: the width, and the status line's cells as drawn
+  let drawnColumns = 0
+  let statusCells = 0
 
   const columns = () => Math.max(10, terminal.columns() || 80)
 
@@ -150,7 +153,9 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
       rows += rowsOf(partialWidth, cols)
     }
     if (statusText !== undefined) {
-      parts.push(statusLine(statusText, cols), "\n")
+      const shown = statusLine(statusText, cols)
+      statusCells = width(shown)
+      parts.push(shown, "\n")
       rows += 1
     }
     const before = prompt + inputText.slice(0, cursor)
@@ -165,8 +170,21 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
       parts.push(`${ESC}${at.column + 1}G`)
     }
     cursorRow = rows + row
+    drawnColumns = cols
     drawn = true
     return parts.join("")
+  }
+
+  /**
+   * Where the cursor stands in the live area once the terminal has reflowed it to `cols` (a
+   * resize: tmux, VTE, iTerm and Windows Terminal rewrap soft-wrapped rows, the cursor staying
+   * on its character), so that a redraw erases the rows the area takes now, not those it took.
+   */
+  const reflowedCursorRow = (cols: number): number => {
+    const above = (partial.length > 0 ? rowsOf(partialWidth, cols) : 0) + (statusText !== undefined ? rowsOf(statusCells, cols) : 0)
+    const before = prompt + inputText.slice(0, cursor)
+    const at = cursor < inputText.length ? cursorPlace(before, inputText.slice(cursor), cols) : placeOf(before, cols)
+    return above + at.row
   }
 
   const statusLine = (text: string, cols: number): string => {
@@ -268,7 +286,11 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
         inputText = text
         cursor = Math.max(0, Math.min(at, text.length))
       }),
-    redraw: () => update(() => {}),
+    redraw: () => {
+      const cols = columns()
+      if (drawn && cols !== drawnColumns) cursorRow = reflowedCursorRow(cols)
+      update(() => {})
+    },
     close: () => {
       const out: Array<string> = [erase()]
       endPartial(out)
