@@ -432,3 +432,19 @@ export const fromStreamError = (provider: string, error: unknown): LlmError.LlmE
       return new LlmError.LlmServerError(withStatus(message, status))
   }
 }
+
+/**
+ * A body the decoder found no UTF-8 in, that came with a `content-encoding` (gzip, br, …): the
+ * client asked for none and reads bytes as they come, so the failure says what they were — a
+ * proxy compressing the stream — rather than leave a reader to guess. Any other error as it is.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const compressedHint = <E>(error: E, encoding: string | undefined): E | LlmError.LlmProtocolError => {
+  if (encoding === undefined || encoding.trim() === "" || encoding.trim().toLowerCase() === "identity") return error
+  if (!(error instanceof LlmError.LlmProtocolError) || !error.message.includes("not valid UTF-8")) return error
+  return new LlmError.LlmProtocolError({
+    message: `${error.message}: it came with content-encoding ${JSON.stringify(excerpt(encoding, 40))}, which the request did not ask for (is a proxy compressing the stream?)`
+  })
+}

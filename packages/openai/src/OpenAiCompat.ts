@@ -557,10 +557,11 @@ export const fromSettings = (resolved: Settings): Effect.Effect<Adapter, never, 
           }))
         }
         const [first, rest] = yield* Stream.peel(body(response), Sink.head<Uint8Array>())
-        return Option.match(first, {
+        const bytes = Option.match(first, {
           onNone: () => Stream.empty,
           onSome: (bytes) => Stream.concat(Stream.succeed(bytes), rest)
         })
+        return { bytes, encoding: response.headers["content-encoding"] }
       })
 
     const schedule = resolved.retry.schedule.pipe(
@@ -604,10 +605,10 @@ export const fromSettings = (resolved: Settings): Effect.Effect<Adapter, never, 
           HttpClientRequest.bodyText(text, "application/json")
         )
         const http = resolved.apiKey === undefined ? base : HttpClientRequest.bearerToken(base, resolved.apiKey)
-        const bytes = resolved.retry.times === 0
+        const opened = resolved.retry.times === 0
           ? yield* open(http, request.model)
           : yield* Effect.retry(open(http, request.model), { schedule, times: resolved.retry.times, while: retryable })
-        return Decoder.decode(bytes, decoderOptions)
+        return Decoder.decode(opened.bytes, decoderOptions).pipe(Stream.mapError((error) => Failure.compressedHint(error, opened.encoding)))
       })).pipe(
         // The decoder quotes what the server sent; a server (or a proxy) may echo the key.
         Stream.mapError((error) => Failure.scrubError(error, resolved.apiKey))

@@ -498,3 +498,12 @@ describe("the Layer's HTTP client", () => {
       expect([requests, connections]).toStrictEqual([3, 1])
     }).pipe(Effect.scoped))
 })
+
+describe("a compressed stream nobody asked for", () => {
+  it.live("fails with LLM_PROTOCOL naming its content-encoding, so a proxy compressing the stream is found at once", () =>
+    Effect.gen(function*() {
+      const { outcome } = yield* streamWith("deepseek", Fixture.load("gzip-unasked"), request("deepseek-v4-flash", "hi"), { apiKey })
+      expect(outcome.failure).toMatchObject({ _tag: "LlmProtocolError", code: "LLM_PROTOCOL" })
+      expect(outcome.failure?.message).toContain(`it came with content-encoding "gzip", which the request did not ask for (is a proxy compressing the stream?)`)
+    }))
+})
