@@ -80,6 +80,14 @@ const until = async (holds: () => boolean): Promise<void> => {
   }
 }
 
+/** Leaves the chat with /exit, waits for its exit 0, and closes the terminal and the server. */
+const leave = async (t: Terminal, fake: { readonly close: () => Promise<void> }) => {
+  say(t, "/exit")
+  await t.waitFor("[dsh exited 0]")
+  t.close()
+  await fake.close()
+}
+
 const say = (t: Terminal, line: string) => {
   t.type(line)
   t.keys("Enter")
@@ -238,10 +246,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     )
     expect(redrawn.split("\n").filter((row) => row.startsWith("› a")).length).toBe(1)
     t.keys("C-u")
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
   })
 
   it("a window narrowed under a long input line redraws it once, as the terminal rewrapped it", async () => {
@@ -263,10 +268,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     // its three continuation rows, and no stale one left above it from the wider drawing
     expect(rows.filter((row) => /^[a-j]+$/.test(row)).length).toBe(3)
     t.keys("C-u")
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
   })
 
   it("a >> line during a turn steers it: the next step's request carries it after the tool's result", async () => {
@@ -294,10 +296,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     expect(second.map((m) => m.role)).toStrictEqual(["system", "user", "assistant", "tool", "user"])
     // the provider sees steering marked as such, where the agent took it
     expect(second.at(-1)).toStrictEqual({ role: "user", content: "<steering source=\"user\">\nanswer in French\n</steering>" })
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
   })
 
   it("a >> line at the idle prompt is a message without the prefix", async () => {
@@ -307,10 +306,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     say(t, ">> be brief")
     await idle(t, "Brief it is.")
     expect(messagesOf(fake.requests()[0]).at(-1)).toStrictEqual({ role: "user", content: "be brief" })
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
   })
 
   it("/compact summarizes the turns before the newest two; the next request starts from the summary", async () => {
@@ -339,10 +335,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     const next = messagesOf(fake.requests()[4]).map((m) => m.content)
     expect(next[1]).toContain("They said first.")
     expect(next.slice(2)).toStrictEqual(["Second", "Two.", "Third", "Three.", "Fourth"])
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
     // the session replays identically, both /compacts included (the one with nothing to do too;
     // the summarizing call is no model/request event: the compaction records what it asked)
     const [file] = readdirSync(home.sessions).filter((name) => name.endsWith(".jsonl"))
@@ -407,10 +400,7 @@ describe.skipIf(!hasTmux() && process.env["CI"] === undefined)("dsh chat", slow,
     expect(opened).toContain("Noted.")
     say(t, "What did I say?")
     await t.waitFor("You said: remember this.")
-    say(t, "/exit")
-    await t.waitFor("[dsh exited 0]")
-    t.close()
-    await fake.close()
+    await leave(t, fake)
   })
 })
 
