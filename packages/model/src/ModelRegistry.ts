@@ -136,10 +136,9 @@ const adapterProblem = (adapter: unknown): AdapterConfigError | undefined => {
   if (typeof name !== "string" || name === "") return refused("name", `its name must be a non-empty string, got ${AdapterSettings.shown(name)}`)
   const named = `adapter ${JSON.stringify(name)}`
   if (!Array.isArray(models)) return refused("models", `${named}: models must be a list of model names, got ${AdapterSettings.shown(models)}`)
-  const wrong = models.find((model) => typeof model !== "string" || model === "")
-  if (wrong !== undefined || models.includes("")) {
-    return refused("models", `${named}: a model name must be a non-empty string, got ${AdapterSettings.shown(wrong)}`)
-  }
+  // by index: a wrong element may be `undefined` itself
+  const wrong = models.findIndex((model) => typeof model !== "string" || model === "")
+  if (wrong >= 0) return refused("models", `${named}: a model name must be a non-empty string, got ${AdapterSettings.shown(models[wrong])}`)
   if (info !== undefined && !Array.isArray(info)) return refused("info", `${named}: info must be a list of model infos, got ${AdapterSettings.shown(info)}`)
   if (typeof stream !== "function") return refused("stream", `${named}: stream must be a function of a request, got ${AdapterSettings.shown(stream)}`)
   return undefined

@@ -205,6 +205,7 @@ describe("a value past the Adapter type", () => {
         [{ name: "x", models: "gpt", stream }, "models", `adapter "x": models must be a list of model names, got "gpt"`],
         [{ name: "x", models: ["m", 7], stream }, "models", `adapter "x": a model name must be a non-empty string, got 7`],
         [{ name: "x", models: ["m", ""], stream }, "models", "a model name must be a non-empty string"],
+        [{ name: "x", models: ["m", undefined], stream }, "models", "a model name must be a non-empty string, got nothing"],
         [{ name: "x", models: ["m"], info: {}, stream }, "info", "info must be a list"],
         [{ name: "x", models: ["m"], stream: "no" }, "stream", "stream must be a function of a request"]
       ] as const) {
