@@ -242,11 +242,17 @@ const sessionIdProblem = (id: unknown): string | undefined =>
     ? `it must be a string, got ${HarnessError.describe(id)}`
     : [...id].length > maxSessionIdLength
     ? `it is ${[...id].length} characters long, more than the ${maxSessionIdLength} the cluster's storage keeps for an entity id`
-    : id.includes("\u0000")
-    ? "it holds a NUL character, which the cluster's PostgreSQL storage cannot keep"
+    : storedTextProblem(id, "so that another id would reach the same agent", "it ")
+
+/**
+ * Why an id cannot be stored as text as it is, or undefined: PostgreSQL keeps no NUL, and a
+ * lone surrogate (no Unicode) is carried as U+FFFD, `then` what follows from that.
+ */
+const storedTextProblem = (id: string, then: string, subject = ""): string | undefined =>
+  id.includes("\u0000")
+    ? `${subject}holds a NUL character, which the cluster's PostgreSQL storage cannot keep`
     : loneSurrogate.test(id)
-    ? "it holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, " +
-      "so that another id would reach the same agent"
+    ? `${subject}holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, ${then}`
     : undefined
 
 /**
@@ -257,11 +263,7 @@ const sessionIdProblem = (id: unknown): string | undefined =>
 const messageIdProblem = (id: unknown): string | undefined =>
   typeof id !== "string" || id === ""
     ? `must be a non-empty string, got ${id === "" ? "an empty one" : HarnessError.describe(id)}`
-    : id.includes("\u0000")
-    ? "holds a NUL character, which the cluster's PostgreSQL storage cannot keep"
-    : loneSurrogate.test(id)
-    ? "holds a lone surrogate (it is not well-formed Unicode), which the cluster would carry as U+FFFD, so that another id would be taken for it"
-    : undefined
+    : storedTextProblem(id, "so that another id would be taken for it")
 
 /** The handle for an id no agent may have: every call fails with `InvalidInputError`, nothing is sent. */
 const refusedAgent = (sessionId: string, problem: string): RemoteAgent => {

@@ -243,14 +243,12 @@ const optionsProblem = (options: unknown): { readonly setting: string; readonly 
   }
   const unknown = AdapterSettings.unknownKeys("the options object", options, ["script", "models", "name"])
   if (unknown !== undefined) return { setting: "options", message: unknown }
-  const { name, script } = options as Partial<Record<keyof Options, unknown>>
+  // `name` and `models` are the registry's to refuse (`ModelRegistry.register`), as any adapter's
+  const { script } = options as Partial<Record<keyof Options, unknown>>
   if (!Array.isArray(script)) return { setting: "script", message: `script must be a list of replies, got ${AdapterSettings.shown(script)}` }
   for (let i = 0; i < script.length; i++) {
     const problem = replyProblem(script[i], `script reply ${i}`)
     if (problem !== undefined) return { setting: "script", message: problem }
-  }
-  if (name !== undefined && (typeof name !== "string" || name === "")) {
-    return { setting: "name", message: `name must be a non-empty string, got ${AdapterSettings.shown(name)}` }
   }
   return undefined
 }

@@ -337,11 +337,8 @@ type Path = ReadonlyArray<string | number>
 // `Schema.Number` in JSON is a number or one of three words for what JSON cannot write; for a
 // string the words alone are named (`Expected "Infinity" | "-Infinity" | "NaN"`), which sends a
 // model that wrote "forty two" looking for a word: it is told a number is wanted.
-const nonFinite = `"Infinity" | "-Infinity" | "NaN"`
-const numberWords = (text: string): string =>
-  text.includes(nonFinite)
-    ? text.replace(`a number | ${nonFinite}`, "a number").replace(`number | ${nonFinite}`, "a number").replace(nonFinite, "a number")
-    : text
+const nonFinite = /(?:a )?(?:number \| )?"Infinity" \| "-Infinity" \| "NaN"/g
+const numberWords = (text: string): string => text.replace(nonFinite, "a number")
 
 // `parent` is the object or array being decoded where the issue arose: a missing key's issue
 // carries no Schema, its parent's says what belongs there.

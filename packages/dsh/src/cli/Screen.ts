@@ -158,17 +158,15 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
       parts.push(shown, "\n")
       rows += 1
     }
-    const before = prompt + inputText.slice(0, cursor)
     const full = prompt + inputText
     const endRow = placeOf(full, cols).row
     parts.push(full)
-    let row = endRow
+    const at = inputCursor(cols)
     if (cursor < inputText.length) {
-      const at = cursorPlace(before, inputText.slice(cursor), cols)
-      row = at.row
-      if (endRow > row) parts.push(`${ESC}${endRow - row}A`)
+      if (endRow > at.row) parts.push(`${ESC}${endRow - at.row}A`)
       parts.push(`${ESC}${at.column + 1}G`)
     }
+    const row = at.row
     cursorRow = rows + row
     drawnColumns = cols
     drawn = true
@@ -180,12 +178,15 @@ export const make = (terminal: Terminal, options: { readonly dim: boolean }): Sc
    * resize: tmux, VTE, iTerm and Windows Terminal rewrap soft-wrapped rows, the cursor staying
    * on its character), so that a redraw erases the rows the area takes now, not those it took.
    */
-  const reflowedCursorRow = (cols: number): number => {
-    const above = (partial.length > 0 ? rowsOf(partialWidth, cols) : 0) + (statusText !== undefined ? rowsOf(statusCells, cols) : 0)
-    const before = prompt + inputText.slice(0, cursor)
-    const at = cursor < inputText.length ? cursorPlace(before, inputText.slice(cursor), cols) : placeOf(before, cols)
-    return above + at.row
-  }
+  const reflowedCursorRow = (cols: number): number =>
+    (partial.length > 0 ? rowsOf(partialWidth, cols) : 0) + (statusText !== undefined ? rowsOf(statusCells, cols) : 0) +
+    inputCursor(cols).row
+
+  /** Where the cursor stands in the input line at `cols`: on the next character, or after the last. */
+  const inputCursor = (cols: number): { readonly row: number; readonly column: number } =>
+    cursor < inputText.length
+      ? cursorPlace(prompt + inputText.slice(0, cursor), inputText.slice(cursor), cols)
+      : placeOf(prompt + inputText, cols)
 
   const statusLine = (text: string, cols: number): string => {
     const flat = sanitize(text)
